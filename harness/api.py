@@ -1,0 +1,65 @@
+"""The Python API; it mirrors the CLI (``harness eval`` = :func:`evaluate`, ``harness score`` =
+:func:`score`, ``harness list-plugins`` = :func:`list_plugins`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .components import MetricInput, MetricResult
+from .dataset import Dataset
+from .pipeline import EvalResult, evaluate, load_task_dataset
+from .qrels import Qrels
+from .run import Run
+from .task import Task
+
+
+def load_task(name: str) -> Task:
+    """A registered task (``trec-dl19``, ``scifact``, ``demo``, or one a plugin registers)."""
+    from .plugins import get_registry
+
+    return get_registry().create("task", name)
+
+
+def load_dataset(spec: str, **args: Any) -> Dataset:
+    """A dataset by component spec (``beir:path=/data/scifact``), or the dataset of a task name."""
+    from .plugins import get_registry
+
+    reg = get_registry()
+    if spec in reg.components["task"] and not args:
+        return load_task_dataset(reg, load_task(spec))
+    return reg.create("dataset", spec, **args)
+
+
+def score(
+    qrels: Qrels | str | Path, run: Run | str | Path, metrics: Sequence[str] = ("nDCG@10",)
+) -> MetricResult:
+    """Score a run against qrels (objects or TREC files), like trec_eval."""
+    from .io.trec import read_qrels, read_run
+    from .metrics.resolve import resolve_metrics
+    from .plugins import get_registry
+
+    q = qrels if isinstance(qrels, Qrels) else read_qrels(qrels)
+    r = run if isinstance(run, Run) else read_run(run)
+    ds = Dataset.single("score", {}, {}, q)
+    agg: dict[str, float] = {}
+    per: dict[str, dict[str, float]] = {}
+    for metric in resolve_metrics(get_registry(), list(metrics)):
+        if not metric.per_mode:
+            continue
+        res = metric.compute(MetricInput({"default": r}, {"default": q}, ds))
+        agg.update(res.aggregate)
+        for qid, vals in res.per_query.items():
+            per.setdefault(qid, {}).update(vals)
+    return MetricResult(agg, per)
+
+
+def list_plugins() -> list[dict[str, Any]]:
+    """Every plugin (distribution, version, error) with the components it registers by kind."""
+    from .plugins import get_host
+
+    return get_host().report()
+
+
+__all__ = ["evaluate", "score", "load_task", "load_dataset", "list_plugins", "EvalResult"]

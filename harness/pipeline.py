@@ -1,0 +1,225 @@
+"""The evaluation flow: task -> dataset -> first stage -> rerankers -> judge -> metrics.
+
+One pass of the flow runs once per mode of the dataset over the same components; per-mode
+metrics see one mode's run, cross-mode metrics (WISE, p-MRR) see the runs of every mode.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .components import MetricInput, describe
+from .dataset import Dataset
+from .errors import HarnessError
+from .judgment import Judgments
+from .query import Query, format_query
+from .registry import Registry
+from .run import Run
+from .spec import parse_spec
+from .task import Task
+
+
+@dataclass
+class EvalResult:
+    """Everything a run produced; ``to_dict`` is what results.json holds."""
+
+    task: Task
+    dataset: Dataset
+    components: dict[str, Any]
+    metrics: dict[str, float]
+    per_query: dict[str, dict[str, float]]
+    runs: dict[str, Run]
+    judgments: dict[str, Judgments]
+    counts: dict[str, Any]
+    timings: dict[str, float]
+    usage: dict[str, Any] = field(default_factory=dict)
+    command: list[str] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        from . import __version__
+        from .plugins import distribution_versions
+
+        return {
+            "harness_version": __version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "command": self.command,
+            "task": self.task.as_dict(),
+            "components": self.components,
+            "versions": distribution_versions(),
+            "dataset": {
+                **self.dataset.identity,
+                "name": self.dataset.name,
+                "modes": self.dataset.modes,
+                "n_docs": len(self.dataset.corpus),
+                "n_queries": {m: len(q) for m, q in self.dataset.queries.items()},
+                "n_qrels": {m: r.n_judgments() for m, r in self.dataset.qrels.items()},
+            },
+            "metrics": self.metrics,
+            "counts": self.counts,
+            "timings": {k: round(v, 4) for k, v in self.timings.items()},
+            "usage": self.usage,
+        }
+
+
+def _log(msg: str, progress: bool) -> None:
+    if progress:
+        print(msg, file=sys.stderr, flush=True)
+
+
+def resolve_task(registry: Registry, task: str | Task | None, dataset: str | None) -> Task:
+    if isinstance(task, Task):
+        return task
+    if task:
+        return registry.create("task", task)
+    if dataset:
+        spec = parse_spec(dataset)
+        return Task(name=spec.name, dataset=dataset, first_stage="retrieve", metrics=["nDCG@10"])
+    raise HarnessError("give a task (--task NAME) or a dataset (--dataset SPEC); `harness list-plugins` lists them")
+
+
+def load_task_dataset(registry: Registry, task: Task, download: bool = True) -> Dataset:
+    """Create the task's dataset, fetching its files first when they are missing."""
+    if task.files and download:
+        from .download import ensure_task_files
+
+        ensure_task_files(task)
+    return registry.create("dataset", task.dataset, **task.dataset_args)
+
+
+def task_queries(dataset: Dataset, mode: str, template: str) -> dict[str, Query]:
+    """The mode's queries as components see them: ``text`` formed by the task's template, the raw
+    text in ``meta['query']``, the instruction kept in ``instruction``."""
+    out = {}
+    for qid, q in dataset.queries[mode].items():
+        out[qid] = Query(qid, format_query(q, template), q.instruction, {**q.meta, "query": q.text})
+    return out
+
+
+def _create(registry: Registry, kind: str, spec: str) -> tuple[Any, dict[str, Any]]:
+    obj = registry.create(kind, spec)
+    comp, parsed = registry.resolve(kind, spec)
+    return obj, {"spec": spec, "name": comp.name, "source": comp.source, "args": parsed.args, **describe(obj)}
+
+
+def evaluate(
+    task: str | Task | None = None,
+    *,
+    dataset: str | None = None,
+    retriever: str | None = None,
+    rerankers: Sequence[str] = (),
+    judge: str | None = None,
+    metrics: Sequence[str] | None = None,
+    limit: int | None = None,
+    depth: int | None = None,
+    output: str | None = None,
+    progress: bool = True,
+    command: list[str] | None = None,
+    registry: Registry | None = None,
+    on_stage: Callable[[str], None] | None = None,
+) -> EvalResult:
+    """Run one evaluation. Mirrors ``harness eval``; see ``docs/python_api.md``."""
+    from .metrics.resolve import resolve_metrics
+    from .plugins import get_registry
+
+    registry = registry or get_registry()
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    the_task = resolve_task(registry, task, dataset)
+    metric_names = list(metrics) if metrics else list(the_task.metrics)
+    metric_objs = resolve_metrics(registry, metric_names)  # fail on a bad name before any work
+
+    t = time.perf_counter()
+    ds = load_task_dataset(registry, the_task)
+    if limit:
+        ds = ds.limit(limit)
+    counts: dict[str, Any] = {"unknown_ids": ds.validate()}
+    timings["load"] = time.perf_counter() - t
+    _log(f"[harness] {the_task.name}: {len(ds.corpus)} documents, "
+         f"{', '.join(f'{m}: {len(q)} queries' for m, q in ds.queries.items())}", progress)
+
+    k = depth or the_task.depth
+    first_spec = retriever or ("candidates" if the_task.first_stage == "candidates" else the_task.retriever)
+    components: dict[str, Any] = {}
+    first, components["retriever"] = _create(registry, "retriever", first_spec)
+    if getattr(first, "uses_candidates", False) and not ds.candidates:
+        raise HarnessError(f"dataset {ds.name!r} gives no candidate lists; pass --retriever bm25 or dense")
+    reranker_objs = []
+    for i, spec in enumerate(rerankers):
+        obj, desc = _create(registry, "reranker", spec)
+        reranker_objs.append(obj)
+        components.setdefault("rerankers", []).append(desc)
+        del i
+    judge_obj = None
+    if judge:
+        judge_obj, components["judge"] = _create(registry, "judge", judge)
+
+    t = time.perf_counter()
+    if not getattr(first, "uses_candidates", False):
+        _log(f"[harness] indexing with {first_spec}", progress)
+        first.index(ds.corpus)
+    timings["index"] = time.perf_counter() - t
+
+    runs: dict[str, Run] = {}
+    judgments: dict[str, Judgments] = {}
+    for mode in ds.modes:
+        queries = task_queries(ds, mode, the_task.query_format)
+        t = time.perf_counter()
+        if getattr(first, "uses_candidates", False):
+            first.set_candidates(ds.candidates.get(mode) if ds.candidates else None)
+        run = first.search({q: v.text for q, v in queries.items()}, k)
+        timings[f"retrieve[{mode}]"] = time.perf_counter() - t
+        for spec, rr in zip(rerankers, reranker_objs):
+            if on_stage:
+                on_stage(f"rerank {spec} [{mode}]")
+            t = time.perf_counter()
+            run = rr.rerank(queries, run, ds.corpus)
+            if not run.is_strictly_decreasing():
+                counts.setdefault("scores_made_strict", []).append(f"{spec}[{mode}]")
+                run = run.with_strict_scores()
+            timings[f"rerank {spec}[{mode}]"] = time.perf_counter() - t
+        run.name = "harness"
+        runs[mode] = run
+        if judge_obj is not None:
+            t = time.perf_counter()
+            judgments[mode] = judge_obj.judge(queries, run, ds.corpus)
+            timings[f"judge[{mode}]"] = time.perf_counter() - t
+            counts.setdefault("judge_failures", {})[mode] = judgments[mode].n_failed
+    counts["queries_without_results"] = {m: sum(1 for h in r.values() if not h) for m, r in runs.items()}
+    counts["queries_without_qrels"] = {
+        m: sum(1 for q in r if q not in ds.qrels.get(m, {})) for m, r in runs.items()
+    }
+
+    t = time.perf_counter()
+    multi = len(ds.modes) > 1
+    aggregate: dict[str, float] = {}
+    per_query: dict[str, dict[str, float]] = {}
+    for metric in metric_objs:
+        if metric.per_mode:
+            for mode in ds.modes:
+                res = metric.compute(MetricInput({mode: runs[mode]}, {mode: ds.qrels.get(mode)}, ds,
+                                                 {mode: judgments[mode]} if mode in judgments else {}))
+                suffix = f"[{mode}]" if multi else ""
+                aggregate.update({f"{n}{suffix}": v for n, v in res.aggregate.items()})
+                for q, vals in res.per_query.items():
+                    per_query.setdefault(q, {}).update({f"{n}{suffix}": v for n, v in vals.items()})
+        else:
+            res = metric.compute(MetricInput(runs, dict(ds.qrels), ds, judgments))
+            aggregate.update(res.aggregate)
+            for q, vals in res.per_query.items():
+                per_query.setdefault(q, {}).update(vals)
+        components.setdefault("metrics", []).append(describe(metric) | {"names": list(metric.names)})
+    timings["metrics"] = time.perf_counter() - t
+    timings["total"] = time.perf_counter() - t0
+
+    result = EvalResult(the_task, ds, components, aggregate, per_query, runs, judgments, counts, timings,
+                        command=command)
+    if output:
+        from .results import write_results
+
+        write_results(result, output)
+        _log(f"[harness] results written to {output}", progress)
+    return result
