@@ -2,7 +2,7 @@
 
     python bench/bench_metrics.py [--queries 10000] [--depth 100] [--repeat 3]
 
-Both sides compute per-query values and their means for nDCG@10, RR (MRR@10 for harness, which ir-measures cuts at 10), R@100, P@10 and
+Both sides compute per-query values and their means for nDCG@10, RR, R@100, P@10 and
 MAP on the same synthetic run and qrels in the same process; the ratio is what to read (these
 machines are noisy). The values are checked to agree.
 """

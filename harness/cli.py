@@ -142,6 +142,17 @@ def data_download_cmd(tasks, base_url) -> None:
         click.echo(f"{name}: {len(paths)} file(s) ready")
 
 
+@cli.command("new-plugin")
+@click.argument("name")
+@click.option("--dir", "parent", default=".", type=click.Path(file_okay=False), show_default=True)
+def new_plugin_cmd(name: str, parent: str) -> None:
+    """Write a plugin skeleton harness-NAME/ (package, entry point, a retriever, a test)."""
+    from .plugin_template import write_plugin
+
+    root = write_plugin(name, parent)
+    click.echo(f"wrote {root}; next: pip install -e {root} && harness list-plugins")
+
+
 def main() -> None:
     from .plugins import get_host
 
