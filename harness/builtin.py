@@ -7,7 +7,8 @@ only when the component is created, so loading plugins imports no model library.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .hookspecs import hookimpl
 

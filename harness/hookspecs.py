@@ -7,7 +7,8 @@ Documented, with an example each, in ``docs/plugin_hooks.md``; a test fails when
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import pluggy
 

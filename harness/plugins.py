@@ -155,10 +155,11 @@ class PluginHost:
                     continue
                 pending: list[Component] = []
 
-                def register(name: str, factory: Any, description: str = "", *, _k=kind, _i=info) -> None:
+                def register(name: str, factory: Any, description: str = "", *, _k=kind, _i=info,
+                             _p=pending) -> None:
                     if not callable(factory):
                         raise TypeError(f"factory for {_k} {name!r} is not callable")
-                    pending.append(Component(_k, name, factory, description.strip(), _i.distribution))
+                    _p.append(Component(_k, name, factory, description.strip(), _i.distribution))
 
                 try:
                     impl.function(register=register)
