@@ -27,3 +27,46 @@ def test_hook_is_documented(hook):
     assert heading in text, f"docs/plugin_hooks.md lacks the heading {heading!r}"
     section = text.split(heading, 1)[1].split("\n## ", 1)[0]
     assert re.search(rf"```python\n.*def {hook}\(", section, re.S), f"{hook}: no example in its section"
+
+
+def _example(hook: str) -> str:
+    text = (DOCS / "plugin_hooks.md").read_text(encoding="utf-8")
+    section = text.split(f"## {hook}(", 1)[1].split("\n## ", 1)[0]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+@pytest.mark.parametrize("hook", ["register_datasets", "register_tasks", "register_retrievers",
+                                  "register_rerankers", "register_judges", "register_metrics"])
+def test_hook_examples_run(hook):
+    """The documented examples are real plugins: register them and use what they register."""
+    import types
+
+    from harness.plugins import PluginHost
+
+    host = PluginHost(load_entry_points=False)
+    for h in ("register_datasets", hook):  # the task example uses the dataset example
+        module = types.ModuleType(f"doc_example_{h}")
+        exec(compile(_example(h), f"docs/plugin_hooks.md:{h}", "exec"), module.__dict__)
+        if not host.pm.is_registered(module) and h not in {p.name for p in host.plugins}:
+            host.register_plugin(module, h)
+    ds = host.registry.create("dataset", "tiny")
+    assert set(ds.corpus) == {"d0", "d1"}
+    from harness import Run
+    from harness.components import MetricInput
+
+    run = Run.from_order({"q1": ["d0", "d1"]})
+    if hook == "register_tasks":
+        assert host.registry.create("task", "tiny").dataset_args == {"size": 3}
+    elif hook == "register_retrievers":
+        r = host.registry.create("retriever", "title-match:boost=2")
+        r.index(ds.corpus)
+        assert len(r.search({"q1": "x"}, 5)["q1"]) == 2
+    elif hook == "register_rerankers":
+        assert host.registry.create("reranker", "reverse").rerank({}, run, ds.corpus).doc_ids("q1") == ["d1", "d0"]
+    elif hook == "register_judges":
+        js = host.registry.create("judge", "short").judge({}, run, ds.corpus)
+        assert {j.score for j in js.values()} == {1.0}
+    elif hook == "register_metrics":
+        m = host.registry.create("metric", "found:cutoff=1")
+        res = m.compute(MetricInput({"default": run}, dict(ds.qrels), ds))
+        assert res.aggregate == {"found@1": 0.0}
