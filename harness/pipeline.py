@@ -105,6 +105,17 @@ def _create(registry: Registry, kind: str, spec: str) -> tuple[Any, dict[str, An
     return obj, {"spec": spec, "name": comp.name, "source": comp.source, "args": parsed.args, **describe(obj)}
 
 
+def _record_stats(components: dict[str, Any], first: Any, rerankers: list[Any], judge: Any) -> None:
+    """Components that count their work (texts encoded, cache hits, LLM calls) expose ``stats()``."""
+    pairs = [(components["retriever"], first), *zip(components.get("rerankers", []), rerankers)]
+    if judge is not None:
+        pairs.append((components["judge"], judge))
+    for desc, obj in pairs:
+        stats = getattr(obj, "stats", None)
+        if callable(stats):
+            desc["stats"] = dict(stats())
+
+
 def evaluate(
     task: str | Task | None = None,
     *,
@@ -188,6 +199,7 @@ def evaluate(
             judgments[mode] = judge_obj.judge(queries, run, ds.corpus)
             timings[f"judge[{mode}]"] = time.perf_counter() - t
             counts.setdefault("judge_failures", {})[mode] = judgments[mode].n_failed
+    _record_stats(components, first, reranker_objs, judge_obj)
     counts["queries_without_results"] = {m: sum(1 for h in r.values() if not h) for m, r in runs.items()}
     counts["queries_without_qrels"] = {
         m: sum(1 for q in r if q not in ds.qrels.get(m, {})) for m, r in runs.items()

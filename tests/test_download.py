@@ -213,3 +213,26 @@ def test_source_url(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_never_writes_into_shared_data(data_dir: Path) -> None:
     assert not any(p.name.endswith(".part") for p in data_dir.rglob("*"))
+
+
+def test_cli_download_then_eval_from_a_fresh_data_folder(server: ThreadingHTTPServer, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user with no data: `harness data download noveleval` from a mirror, then `harness eval`."""
+    import json
+
+    from click.testing import CliRunner
+
+    from harness.cli import cli
+
+    fresh = tmp_path / "data"
+    runner = CliRunner()
+    try:
+        res = runner.invoke(cli, ["--data-dir", str(fresh), "data", "download", "noveleval", "--base-url", base(server)])
+        assert res.exit_code == 0, res.output
+        assert "noveleval: 3 file(s) ready" in res.output
+        assert sorted(p.name for p in (fresh / "noveleval").iterdir()) == ["corpus.tsv", "qrels.txt", "queries.tsv"]
+        res = runner.invoke(cli, ["--data-dir", str(fresh), "eval", "--task", "noveleval", "--quiet", "--json"])
+        assert res.exit_code == 0, res.output
+        assert 0 < json.loads(res.output)["nDCG@10"] < 1
+    finally:
+        hdata.set_data_dir(None)
