@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from .errors import HarnessError
+from .llm.cli import cache_group, llm_options
 
 
 class _Group(click.Group):
@@ -73,19 +74,32 @@ def list_plugins_cmd(as_json: bool) -> None:
               "JSONL and TREC runs here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the aggregate metrics as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
-def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, output, as_json, quiet) -> None:
+@llm_options
+def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, output, as_json, quiet,
+             llm_settings) -> None:
     """Run a task: first stage, rerankers, judge, metrics."""
     from .api import evaluate
     from .table import metrics_table
 
     if not task and not dataset:
         raise click.UsageError("give --task NAME or --dataset SPEC")
+    if llm_settings.cache_dir:  # one cache root for LLM replies and embeddings
+        import os
+
+        os.environ["HARNESS_CACHE_DIR"] = llm_settings.cache_dir
     result = evaluate(task, dataset=dataset, retriever=retriever, rerankers=rerankers, judge=judge,
                       metrics=metrics or None, limit=limit, depth=depth, output=output, progress=not quiet,
                       command=["harness", *sys.argv[1:]])
     if as_json:
         click.echo(json.dumps(result.metrics, indent=2))
         return
+    if result.usage:
+        from .llm import session_usage
+
+        click.echo(session_usage().table(), err=quiet)
+        if llm_settings.dry_run:
+            click.secho("dry run: nothing was sent; the metrics below come from placeholder replies",
+                        fg="yellow")
     comps = [result.components["retriever"]["spec"], *(r["spec"] for r in result.components.get("rerankers", []))]
     title = f"{result.task.name}  ({' -> '.join(comps)}; {sum(len(r) for r in result.runs.values())} queries)"
     click.echo(metrics_table(result.metrics, title))
@@ -114,6 +128,9 @@ def score_cmd(qrels, run_file, metrics, per_query, as_json) -> None:
                           ["query", *names]))
         click.echo()
     click.echo(metrics_table(res.aggregate, f"{run_file} ({len(res.per_query)} queries with qrels)"))
+
+
+cli.add_command(cache_group)
 
 
 @cli.group("data")

@@ -116,6 +116,18 @@ def _record_stats(components: dict[str, Any], first: Any, rerankers: list[Any], 
             desc["stats"] = dict(stats())
 
 
+def _llm_usage() -> dict[str, Any]:
+    """LLM settings and usage (calls, cache hits, tokens, cost) when any component used an LLM."""
+    if "harness.llm.client" not in sys.modules:
+        return {}
+    from .llm import current, session_usage
+
+    usage = session_usage().as_dict()
+    if not usage["total"]["calls"] and not usage["total"]["cache_hits"]:
+        return {}
+    return {"settings": current().as_dict(), **usage}
+
+
 def evaluate(
     task: str | Task | None = None,
     *,
@@ -131,12 +143,24 @@ def evaluate(
     command: list[str] | None = None,
     registry: Registry | None = None,
     on_stage: Callable[[str], None] | None = None,
+    llm: str | None = None,
+    max_concurrency: int | None = None,
+    dry_run: bool | None = None,
 ) -> EvalResult:
-    """Run one evaluation. Mirrors ``harness eval``; see ``docs/python_api.md``."""
+    """Run one evaluation. Mirrors ``harness eval``: ``llm``, ``max_concurrency`` and ``dry_run`` are
+    its ``--llm``, ``--max-concurrency`` and ``--dry-run`` (defaults for LLM-backed components)."""
     from .metrics.resolve import resolve_metrics
     from .plugins import get_registry
 
     registry = registry or get_registry()
+    if llm is not None or max_concurrency is not None or dry_run is not None:
+        from .llm import configure
+
+        configure(llm=llm, max_concurrency=max_concurrency, dry_run=dry_run)
+    if "harness.llm.client" in sys.modules:  # usage is counted per evaluation
+        from .llm.client import reset_clients
+
+        reset_clients()
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     the_task = resolve_task(registry, task, dataset)
@@ -228,7 +252,7 @@ def evaluate(
     timings["total"] = time.perf_counter() - t0
 
     result = EvalResult(the_task, ds, components, aggregate, per_query, runs, judgments, counts, timings,
-                        command=command)
+                        usage=_llm_usage(), command=command)
     if output:
         from .results import write_results
 

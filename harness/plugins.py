@@ -33,7 +33,7 @@ HOOK_KIND = {
     "register_metrics": "metric",
     "register_llm_providers": "llm_provider",
 }
-BUILTIN_MODULES = ("harness.builtin",)
+BUILTIN_MODULES = ("harness.builtin", "harness.llm_builtin")
 
 
 @dataclass

@@ -1,0 +1,349 @@
+"""The one chat interface every LLM-backed component uses.
+
+    client = harness.llm.get_client("openai:gpt-4o-mini")          # in the component's __init__
+    reply = client.chat([system("..."), user("...")], max_tokens=50)
+    replies = client.map(requests)                                 # independent calls, concurrent
+    results = client.run_sequences(rank_one_query, queries)        # sequential per item, parallel across
+
+Order of work in :meth:`Client.chat`: cache lookup -> (dry run: placeholder) -> HTTP call under the
+client's concurrency bound, with retries -> usage -> cache write (at once, before returning).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from ..errors import HarnessError, UnknownComponentError
+from .cache import CACHE_FORMAT, LLMCache, key_of, llm_cache_dir, open_cache
+from .dryrun import DryRun, placeholder
+from .errors import LLMError, LogprobsUnsupported
+from .pool import bounded_map
+from .pricing import PriceTable
+from .retry import RetryPolicy
+from .settings import current
+from .spec import ALIASES, LLMSpec, parse_llm_spec
+from .types import ChatOptions, ChatRequest, Message, Messages, Reply, normalize_messages
+from .usage import Usage
+
+T = TypeVar("T")
+R = TypeVar("R")
+log = logging.getLogger("harness.llm")
+
+
+class ChatFn(Protocol):
+    def __call__(
+        self, messages: Messages, options: ChatOptions | None = None, /, **overrides: Any
+    ) -> Reply: ...
+
+
+class Client:
+    """Chat with one provider endpoint and model; owns its concurrency bound and usage counters."""
+
+    def __init__(
+        self,
+        provider: Any,
+        *,
+        cache: LLMCache | None = None,
+        retry: RetryPolicy | None = None,
+        max_concurrency: int = 8,
+        usage: Usage | None = None,
+        dry_run: bool | DryRun = False,
+        defaults: ChatOptions | Mapping[str, Any] | None = None,
+        spec: str | None = None,
+        semaphore: threading.Semaphore | None = None,
+    ) -> None:
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        self.provider = provider
+        self.cache = cache
+        self.retry = retry or RetryPolicy()
+        self.max_concurrency = int(max_concurrency)
+        self.dry_run: DryRun | None = None
+        if dry_run:
+            self.dry_run = dry_run if isinstance(dry_run, DryRun) else DryRun()
+        self.usage = usage or Usage(dry_run=self.dry_run is not None)
+        if isinstance(defaults, ChatOptions):
+            self.defaults = defaults
+        else:
+            self.defaults = ChatOptions().merged(**dict(defaults or {}))
+        self.label = f"{provider.name}:{provider.model}"
+        self.spec = spec or self.label
+        self._sem = semaphore or threading.BoundedSemaphore(self.max_concurrency)
+        self._dry_seen: set[str] = set()
+        self._dry_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        dry = self.dry_run is not None
+        return f"Client({self.spec!r}, max_concurrency={self.max_concurrency}, dry_run={dry})"
+
+    # -- request preparation ---------------------------------------------------------------
+    def options(self, options: ChatOptions | None = None, **overrides: Any) -> ChatOptions:
+        """The client's defaults (or ``options``) with ``overrides`` applied."""
+        base = options if options is not None else self.defaults
+        return base.merged(**overrides) if overrides else base
+
+    def _prepare(self, messages: Messages, options: ChatOptions | None, overrides: dict[str, Any]
+                 ) -> tuple[list[Message], ChatOptions, str | None, dict[str, Any]]:
+        msgs = normalize_messages(messages)
+        opts = self.provider.normalize_options(self.options(options, **overrides))
+        fallback = None
+        if opts.logprobs and not getattr(self.provider, "supports_logprobs", False):
+            if opts.logprobs != "optional":
+                raise LogprobsUnsupported(
+                    "this provider returns no logprobs; pass logprobs='optional' to get replies without "
+                    "them (reply.fallback == 'no-logprobs')",
+                    provider=self.provider.name, model=self.provider.model,
+                )
+            opts, fallback = opts.merged(logprobs=False, top_logprobs=0), "no-logprobs"
+        return msgs, opts, fallback, self._payload(msgs, opts)
+
+    def _payload(self, msgs: list[Message], opts: ChatOptions) -> dict[str, Any]:
+        return {
+            "v": CACHE_FORMAT,
+            "provider": self.provider.name,
+            "model": self.provider.model,
+            "base_url": getattr(self.provider, "base_url", None),
+            "options": opts.key_dict(),
+            "messages": msgs,
+        }
+
+    def key_payload(self, messages: Messages, options: ChatOptions | None = None, **overrides: Any
+                    ) -> dict[str, Any]:
+        """What the cache key of this request is made of (no API key, ever)."""
+        return self._prepare(messages, options, overrides)[3]
+
+    def cache_key(self, messages: Messages, options: ChatOptions | None = None, **overrides: Any) -> str:
+        return key_of(self.key_payload(messages, options, **overrides))
+
+    def explain_miss(self, messages: Messages, options: ChatOptions | None = None, **overrides: Any
+                     ) -> dict[str, Any]:
+        """Is this request cached? If not, which fields differ from the nearest cached entry."""
+        if self.cache is None:
+            return {"hit": False, "note": "caching is off"}
+        return self.cache.explain(self.key_payload(messages, options, **overrides))
+
+    # -- calls -----------------------------------------------------------------------------
+    def chat(self, messages: Messages, options: ChatOptions | None = None, /, **overrides: Any) -> Reply:
+        """One reply. Raises :class:`LLMError` subclasses once retries are spent (or at once for
+        non-retryable errors); every failure is counted in :attr:`usage`."""
+        msgs, opts, fallback, payload = self._prepare(messages, options, overrides)
+        key = key_of(payload)
+        if self.cache is not None:
+            entry = self.cache.get(key)
+            if entry is not None:
+                reply = Reply.from_dict(entry["reply"], cached=True, fallback=fallback)
+                self.usage.record_hit(self.label, reply)
+                return reply
+        if self.dry_run is not None:
+            reply = placeholder(msgs, opts, self.provider.name, self.provider.model, self.dry_run)
+            with self._dry_lock:
+                seen = key in self._dry_seen
+                self._dry_seen.add(key)
+            (self.usage.record_hit if seen else self.usage.record_call)(self.label, reply)
+            return replace(reply, fallback=fallback)
+
+        retries = 0
+
+        def attempt() -> Reply:
+            with self._sem:
+                return self.provider.chat(msgs, opts)
+
+        def on_retry(error: LLMError, attempt_number: int) -> None:
+            nonlocal retries
+            retries += 1
+            self.usage.record_retry(self.label, error)
+            log.debug("%s: attempt %d failed (%s); retrying", self.label, attempt_number, error)
+
+        try:
+            reply = self.retry.call(attempt, on_retry)
+        except Exception as error:
+            self.usage.record_failure(self.label, error)
+            log.info("%s: call failed after %d attempt(s): %s", self.label, retries + 1, error)
+            raise
+        reply = replace(reply, retries=retries, fallback=reply.fallback or fallback)
+        self.usage.record_call(self.label, reply)
+        if self.cache is not None and reply.cacheable and not (opts.logprobs and reply.logprobs is None):
+            self.cache.set(key, payload, reply)
+        return reply
+
+    def map(
+        self,
+        requests: Iterable[ChatRequest | Mapping[str, Any] | Messages],
+        *,
+        max_concurrency: int | None = None,
+        on_result: Callable[[int, Reply | LLMError], None] | None = None,
+    ) -> list[Reply | LLMError]:
+        """Independent requests, concurrently, results in input order. A request is a
+        :class:`ChatRequest`, ``{"messages": [...], **options}`` or bare messages. A failed item
+        holds its :class:`LLMError`; the others go on. ``requests`` may be a lazy iterator."""
+
+        def one(item: Any) -> Reply | LLMError:
+            req = ChatRequest.coerce(item)
+            try:
+                return self.chat(req.messages, **dict(req.options))
+            except LLMError as error:
+                return error
+
+        return bounded_map(one, requests, max_concurrency or self.max_concurrency, on_result)
+
+    def run_sequences(
+        self,
+        fn: Callable[[T, ChatFn], R],
+        items: Iterable[T],
+        *,
+        max_workers: int | None = None,
+        on_result: Callable[[int, R | LLMError], None] | None = None,
+    ) -> list[R | LLMError]:
+        """Call ``fn(item, chat)`` for every item on a bounded pool: the calls inside one item run in
+        order (a sliding window: call N sees reply N-1), items run in parallel. An item whose ``fn``
+        lets an :class:`LLMError` escape holds that error; other exceptions stop the run."""
+
+        def one(item: T) -> R | LLMError:
+            try:
+                return fn(item, self.chat)
+            except LLMError as error:
+                return error
+
+        return bounded_map(one, items, max_workers or self.max_concurrency, on_result)
+
+    def describe(self) -> dict[str, Any]:
+        """The client's configuration for results.json (never the key)."""
+        return {
+            "spec": self.spec, "provider": self.provider.name, "model": self.provider.model,
+            "base_url": getattr(self.provider, "base_url", None), "defaults": self.defaults.key_dict(),
+            "max_concurrency": self.max_concurrency, "dry_run": self.dry_run is not None,
+            "cache": None if self.cache is None else str(self.cache.path),
+            "max_attempts": self.retry.max_attempts,
+        }
+
+
+# -- construction ------------------------------------------------------------------------------
+_clients: dict[tuple, Client] = {}
+_all_clients: list[Client] = []
+_clients_lock = threading.Lock()
+_price_tables: dict[str | None, PriceTable] = {}
+_semaphores: dict[tuple, threading.Semaphore] = {}
+
+
+def _registry() -> Any:
+    from .. import plugins
+
+    host = plugins.get_host()
+    providers = host.registry.components["llm_provider"]
+    if "openai" not in providers and not host.pm.has_plugin("harness.llm_builtin"):
+        # harness.llm_builtin not (yet) in plugins.BUILTIN_MODULES: register it like a built-in
+        from .. import llm_builtin
+
+        host.register_plugin(llm_builtin, "harness.llm_builtin", distribution="harness")
+    return host.registry
+
+
+def resolve_provider(spec: LLMSpec, *, timeout: float | None = None, require_key: bool = True) -> Any:
+    """Create the provider a spec names, through the plugin registry (kind ``llm_provider``)."""
+    registry = _registry()
+    known = set(registry.names("llm_provider"))
+    if spec.provider not in known:
+        raise UnknownComponentError("llm_provider", spec.provider, known | set(ALIASES))
+    component = registry.lookup("llm_provider", spec.provider)
+    kwargs: dict[str, Any] = {"model": spec.model, "require_key": require_key, **spec.provider_args}
+    if spec.base_url:
+        kwargs["base_url"] = spec.base_url
+    if timeout is not None:
+        kwargs.setdefault("timeout", timeout)
+    try:
+        return component.factory(**kwargs)
+    except TypeError as exc:
+        raise HarnessError(f"LLM {spec}: bad arguments for provider {spec.provider!r}: {exc}") from exc
+
+
+def _prices(path: str | None) -> PriceTable:
+    if path not in _price_tables:
+        _price_tables[path] = PriceTable.load(path)
+    return _price_tables[path]
+
+
+def get_client(
+    spec: str | LLMSpec | None = None,
+    *,
+    cache_dir: str | Path | None = None,
+    use_cache: bool | None = None,
+    max_concurrency: int | None = None,
+    dry_run: bool | None = None,
+    retry: RetryPolicy | None = None,
+    timeout: float | None = None,
+    prices: str | Path | None = None,
+    shared: bool = True,
+    **defaults: Any,
+) -> Client:
+    """A client for ``spec`` (default: the ``--llm`` setting). Arguments left None take the
+    process settings (:func:`harness.llm.configure`). ``defaults`` are chat options applied to every
+    call (``temperature=0.7``...). With ``shared`` the same arguments return the same client (one
+    concurrency bound and one usage record per endpoint). A missing API key raises
+    :class:`MissingKey` here, before any work starts (not in dry runs, not for loopback URLs)."""
+    s = current()
+    spec = spec if spec is not None else s.llm
+    if spec is None:
+        raise HarnessError("no LLM given: pass --llm PROVIDER:MODEL (e.g. --llm openai:gpt-4o-mini)")
+    parsed = spec if isinstance(spec, LLMSpec) else parse_llm_spec(spec)
+    dry = s.dry_run if dry_run is None else dry_run
+    use_cache = s.use_cache if use_cache is None else use_cache
+    root = cache_dir if cache_dir is not None else s.cache_dir
+    conc = max_concurrency or parsed.client_args.get("max_concurrency") or s.max_concurrency
+    retry = retry or s.retry
+    timeout = timeout if timeout is not None else s.timeout
+    price_path = str(prices) if prices is not None else s.prices
+    opts = ChatOptions().merged(**{**parsed.options, **defaults})
+    ident = (str(parsed), str(root), use_cache, conc, dry, retry, timeout, price_path, repr(opts),
+             s.dry_run_output_tokens)
+    with _clients_lock:
+        if shared and ident in _clients:
+            return _clients[ident]
+    provider = resolve_provider(parsed, timeout=timeout, require_key=not dry)
+    endpoint = (provider.name, getattr(provider, "base_url", None), int(conc))
+    with _clients_lock:  # clients of one endpoint (and bound) share the in-flight limit
+        semaphore = _semaphores.setdefault(endpoint, threading.BoundedSemaphore(int(conc)))
+    client = Client(
+        provider,
+        cache=open_cache(llm_cache_dir(root)) if use_cache else None,
+        retry=retry,
+        max_concurrency=int(conc),
+        usage=Usage(_prices(price_path), dry_run=dry),
+        dry_run=DryRun(output_tokens=s.dry_run_output_tokens) if dry else False,
+        defaults=opts,
+        spec=str(parsed),
+        semaphore=semaphore,
+    )
+    with _clients_lock:
+        if shared:
+            client = _clients.setdefault(ident, client)
+        if client not in _all_clients:
+            _all_clients.append(client)
+    return client
+
+
+def session_usage() -> Usage:
+    """Usage of every client :func:`get_client` made in this process, merged (for results.json)."""
+    with _clients_lock:
+        clients = list(_all_clients)
+    s = current()
+    return Usage.merged([c.usage for c in clients], _prices(s.prices)) if clients else Usage(
+        _prices(s.prices), dry_run=s.dry_run)
+
+
+def session_clients() -> list[Client]:
+    with _clients_lock:
+        return list(_all_clients)
+
+
+def reset_clients() -> None:
+    """Forget the clients made so far (and their usage)."""
+    with _clients_lock:
+        _clients.clear()
+        _all_clients.clear()
+        _semaphores.clear()
+        _price_tables.clear()

@@ -1,0 +1,79 @@
+"""A fixed pool of worker threads pulling from one iterator: bounded concurrency without one thread
+or task per item, results in input order, Ctrl-C honoured."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def bounded_map(
+    fn: Callable[[T], R],
+    items: Iterable[T],
+    workers: int,
+    on_result: Callable[[int, R], None] | None = None,
+) -> list[R]:
+    """``[fn(x) for x in items]`` on at most ``workers`` threads. ``items`` is consumed lazily (an
+    iterator of millions is fine). An exception raised by ``fn`` or ``on_result`` stops the pool
+    (no new items start) and is re-raised. ``on_result(index, result)`` runs in a worker thread."""
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    try:
+        n: int | None = len(items)  # type: ignore[arg-type]
+    except TypeError:
+        n = None
+    if n == 0:
+        return []
+    if n is not None:
+        workers = min(workers, n)
+    results: dict[int, Any] = {}
+    if workers == 1:
+        for i, item in enumerate(items):
+            results[i] = r = fn(item)
+            if on_result is not None:
+                on_result(i, r)
+        return [results[i] for i in range(len(results))]
+
+    it = enumerate(items)
+    lock = threading.Lock()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        while not stop.is_set():
+            with lock:
+                try:
+                    i, item = next(it)
+                except StopIteration:
+                    return
+                except BaseException as exc:  # the iterator itself failed
+                    errors.append(exc)
+                    stop.set()
+                    return
+            try:
+                r = fn(item)
+                results[i] = r
+                if on_result is not None:
+                    on_result(i, r)
+            except BaseException as exc:
+                errors.append(exc)
+                stop.set()
+                return
+
+    threads = [threading.Thread(target=worker, daemon=True, name=f"llm-worker-{k}") for k in range(workers)]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.25)
+    except BaseException:
+        stop.set()  # workers finish the call in hand (its reply is cached) and take no more
+        raise
+    if errors:
+        raise errors[0]
+    return [results[i] for i in range(len(results))]

@@ -1,0 +1,162 @@
+"""Per-model prices, USD per 1M input / output tokens (standard tier; no batch or prompt-caching
+discounts). The built-in table was recorded from the providers' public price pages on
+:data:`PRICES_DATE`; prices change, so check them before budgeting and override as needed.
+
+Override with a JSON or TOML file (``--prices FILE`` or ``HARNESS_PRICES``)::
+
+    date = "2026-01-15"
+    [models]
+    "openai:gpt-4o-mini" = { input = 0.15, output = 0.60 }
+    "openai-compatible:llama3:8b" = { input = 0, output = 0 }
+
+Keys are ``provider:model`` or a bare ``model`` (any provider); a key also matches longer model
+names (``openai:gpt-4o-mini`` prices ``gpt-4o-mini-2024-07-18``), the longest key winning.
+Models with no price (local servers, unless you add them) get ``cost_usd: null``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import HarnessError
+
+PRICES_DATE = "2025-11-01"
+
+BUILTIN_PRICES: dict[str, tuple[float, float]] = {
+    # OpenAI
+    "openai:gpt-5": (1.25, 10.00),
+    "openai:gpt-5-mini": (0.25, 2.00),
+    "openai:gpt-5-nano": (0.05, 0.40),
+    "openai:gpt-4.1": (2.00, 8.00),
+    "openai:gpt-4.1-mini": (0.40, 1.60),
+    "openai:gpt-4.1-nano": (0.10, 0.40),
+    "openai:gpt-4o": (2.50, 10.00),
+    "openai:gpt-4o-2024-05-13": (5.00, 15.00),
+    "openai:gpt-4o-mini": (0.15, 0.60),
+    "openai:chatgpt-4o-latest": (5.00, 15.00),
+    "openai:gpt-4-turbo": (10.00, 30.00),
+    "openai:gpt-4": (30.00, 60.00),
+    "openai:gpt-4-32k": (60.00, 120.00),
+    "openai:gpt-3.5-turbo": (0.50, 1.50),
+    "openai:gpt-3.5-turbo-instruct": (1.50, 2.00),
+    "openai:o1": (15.00, 60.00),
+    "openai:o1-mini": (1.10, 4.40),
+    "openai:o1-pro": (150.00, 600.00),
+    "openai:o3": (2.00, 8.00),
+    "openai:o3-mini": (1.10, 4.40),
+    "openai:o3-pro": (20.00, 80.00),
+    "openai:o4-mini": (1.10, 4.40),
+    # Anthropic
+    "anthropic:claude-opus-4-5": (5.00, 25.00),
+    "anthropic:claude-opus-4-1": (15.00, 75.00),
+    "anthropic:claude-opus-4": (15.00, 75.00),
+    "anthropic:claude-sonnet-4-5": (3.00, 15.00),
+    "anthropic:claude-sonnet-4": (3.00, 15.00),
+    "anthropic:claude-haiku-4-5": (1.00, 5.00),
+    "anthropic:claude-3-7-sonnet": (3.00, 15.00),
+    "anthropic:claude-3-5-sonnet": (3.00, 15.00),
+    "anthropic:claude-3-5-haiku": (0.80, 4.00),
+    "anthropic:claude-3-opus": (15.00, 75.00),
+    "anthropic:claude-3-sonnet": (3.00, 15.00),
+    "anthropic:claude-3-haiku": (0.25, 1.25),
+}
+
+
+@dataclass(frozen=True)
+class Price:
+    input: float  # USD per 1M input tokens
+    output: float  # USD per 1M output tokens
+    key: str = ""
+    source: str = "builtin"
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input + output_tokens * self.output) / 1_000_000
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"input_per_1m": self.input, "output_per_1m": self.output, "key": self.key,
+                "source": self.source}
+
+
+class PriceTable:
+    """Built-in prices plus overrides; :meth:`lookup` matches ``provider:model`` then ``model``."""
+
+    def __init__(self, prices: dict[str, Price] | None = None, date: str = PRICES_DATE,
+                 sources: list[str] | None = None) -> None:
+        self.prices = dict(prices) if prices is not None else {
+            k: Price(i, o, k, "builtin") for k, (i, o) in BUILTIN_PRICES.items()
+        }
+        self.date = date
+        self.sources = sources or ["builtin"]
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str] | None = None) -> PriceTable:
+        """Built-in table, then ``HARNESS_PRICES``, then ``path`` (later ones win)."""
+        table = cls()
+        for p in (os.environ.get("HARNESS_PRICES"), path):
+            if p:
+                table = table.overridden(Path(p).expanduser())
+        return table
+
+    def overridden(self, path: Path) -> PriceTable:
+        data = _read(path)
+        models = data.get("models", {k: v for k, v in data.items() if k != "date"})
+        if not isinstance(models, dict):
+            raise HarnessError(f"{path}: 'models' must be a table of model -> {{input, output}}")
+        prices = dict(self.prices)
+        for key, val in models.items():
+            if isinstance(val, dict):
+                pair = (val.get("input"), val.get("output"))
+            elif isinstance(val, list | tuple) and len(val) == 2:
+                pair = (val[0], val[1])
+            else:
+                raise HarnessError(
+                    f"{path}: price for {key!r} must be {{input = X, output = Y}} (USD per 1M tokens)"
+                )
+            if not all(isinstance(x, int | float) and not isinstance(x, bool) and x >= 0 for x in pair):
+                raise HarnessError(f"{path}: price for {key!r} needs non-negative numbers input and output")
+            prices[key] = Price(float(pair[0]), float(pair[1]), key, str(path))
+        date = str(data.get("date", self.date))
+        return PriceTable(prices, date, [*self.sources, str(path)])
+
+    def lookup(self, provider: str, model: str) -> Price | None:
+        for name in (f"{provider}:{model}", model):
+            if name in self.prices:
+                return self.prices[name]
+        best: Price | None = None
+        for key, price in self.prices.items():
+            if ":" in key and key.split(":", 1)[0] == provider:
+                target = f"{provider}:{model}"
+            elif ":" not in key:
+                target = model
+            else:
+                continue
+            if target.startswith(key) and (best is None or len(key) > len(best.key)):
+                best = price
+        return best
+
+    def cost(self, provider: str, model: str, input_tokens: int, output_tokens: int) -> float | None:
+        price = self.lookup(provider, model)
+        return None if price is None else price.cost(input_tokens, output_tokens)
+
+    def describe(self) -> dict[str, Any]:
+        return {"date": self.date, "sources": list(self.sources)}
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise HarnessError(f"cannot read prices file {path}: {exc.strerror or exc}") from exc
+    try:
+        data = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        kind = "TOML" if path.suffix.lower() == ".toml" else "JSON"
+        raise HarnessError(f"{path}: not valid {kind}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise HarnessError(f"{path}: expected a table of prices")
+    return data

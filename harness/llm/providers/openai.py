@@ -1,0 +1,150 @@
+"""OpenAI Chat Completions through the official SDK (``openai.OpenAI``), and any OpenAI-compatible
+server (vLLM, llama.cpp, Ollama, SGLang) by base URL. The SDK is imported on the first call."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..errors import LogprobsUnsupported, MalformedReply
+from ..types import ChatOptions, Message, Reply, TokenCounts, TokenLogprob, TopLogprob
+from .base import DUMMY_KEY, BaseProvider, map_sdk_error, resolve_key
+
+OPENAI_URL = "https://api.openai.com/v1"
+DEFAULT_TIMEOUT = 120.0
+
+
+class OpenAIProvider(BaseProvider):
+    """``OPENAI_API_KEY`` (or ``api_key_env``) and ``OPENAI_BASE_URL`` are honoured. A loopback
+    ``base_url`` needs no key. On api.openai.com ``max_tokens`` is sent as ``max_completion_tokens``
+    (required by reasoning models); other servers get ``max_tokens``."""
+
+    name = "openai"
+    supports_logprobs = True
+    key_env = "OPENAI_API_KEY"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        require_key: bool = True,
+        organization: str | None = None,
+        project: str | None = None,
+    ) -> None:
+        super().__init__(model, base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL, timeout)
+        self.organization, self.project = organization, project
+        self._api_key = resolve_key(
+            self.name, api_key_env or self.key_env, self.base_url,
+            require_key=require_key, explicit_env=api_key_env is not None,
+        )
+
+    @property
+    def official(self) -> bool:
+        return (self.base_url or "").startswith(OPENAI_URL)
+
+    def _make_client(self) -> Any:
+        import openai
+
+        self._sdk = openai
+        return openai.OpenAI(
+            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout,
+            organization=self.organization, project=self.project,
+        )
+
+    def request_body(self, messages: list[Message], options: ChatOptions) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": options.temperature}
+        if options.top_p is not None:
+            body["top_p"] = options.top_p
+        if options.max_tokens is not None:
+            body["max_completion_tokens" if self.official else "max_tokens"] = options.max_tokens
+        if options.stop:
+            body["stop"] = list(options.stop)
+        if options.seed is not None:
+            body["seed"] = options.seed
+        if options.logprobs:
+            body["logprobs"] = True
+            if options.top_logprobs:
+                body["top_logprobs"] = options.top_logprobs
+        return body
+
+    def chat(self, messages: list[Message], options: ChatOptions) -> Reply:
+        client = self.client()
+        body = self.request_body(messages, options)
+        try:
+            resp = client.chat.completions.create(**body, extra_body=dict(options.extra) or None)
+        except Exception as exc:
+            mapped = map_sdk_error(exc, self._sdk, self)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        try:
+            return self._parse(resp, options)
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
+            raise self.error(MalformedReply, f"unexpected reply shape ({type(exc).__name__}: {exc})") from exc
+
+    def _parse(self, resp: Any, options: ChatOptions) -> Reply:
+        if isinstance(resp, str | bytes) or not resp.choices:
+            raise self.error(MalformedReply, f"reply has no choices: {str(resp)[:200]!r}")
+        choice = resp.choices[0]
+        msg = choice.message
+        text = msg.content or ""
+        if not isinstance(text, str):
+            raise self.error(MalformedReply, f"message content is {type(text).__name__}, not text")
+        finish = choice.finish_reason
+        if getattr(msg, "refusal", None) and not text:
+            finish = "refusal"
+        logprobs, fallback = None, None
+        if options.logprobs:
+            content = getattr(getattr(choice, "logprobs", None), "content", None)
+            if content is None:
+                if options.logprobs != "optional":
+                    raise self.error(LogprobsUnsupported, "logprobs were requested but the reply has none")
+                fallback = "no-logprobs"
+            else:
+                logprobs = [
+                    TokenLogprob(t.token, float(t.logprob),
+                                 tuple(TopLogprob(a.token, float(a.logprob)) for a in (t.top_logprobs or ())))
+                    for t in content
+                ]
+        usage = getattr(resp, "usage", None)
+        counts = TokenCounts(
+            int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
+        )
+        model = str(resp.model or self.model)
+        return Reply(text, finish, logprobs, counts, model, self.name, fallback=fallback)
+
+
+class OpenAICompatibleProvider(OpenAIProvider):
+    """An OpenAI-compatible server at ``base_url``. Sends no real key unless ``api_key_env`` names
+    one (so ``OPENAI_API_KEY`` never goes to a third-party server by accident)."""
+
+    name = "openai-compatible"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        require_key: bool = True,
+    ) -> None:
+        if not base_url:
+            from ...errors import HarnessError
+
+            raise HarnessError(
+                f"openai-compatible:{model} needs base_url, e.g. "
+                f"openai-compatible:{model}:base_url=http://127.0.0.1:8000/v1"
+            )
+        BaseProvider.__init__(self, model, base_url, timeout)
+        self.organization = self.project = None
+        if api_key_env:
+            self._api_key = resolve_key(self.name, api_key_env, self.base_url,
+                                        require_key=require_key, explicit_env=True)
+        else:
+            self._api_key = DUMMY_KEY
+
+    @property
+    def official(self) -> bool:
+        return False

@@ -1,0 +1,100 @@
+"""LLM specs: ``provider:model[:key=value,...]``.
+
+- ``openai:gpt-4o-mini``, ``anthropic:claude-3-5-haiku-latest``
+- ``openai:MODEL:base_url=http://127.0.0.1:8000/v1``: any OpenAI-compatible server
+- aliases for OpenAI-compatible servers, with their usual local URL as default:
+  ``vllm:MODEL``, ``ollama:llama3:8b``, ``llamacpp:MODEL``, ``sglang:MODEL``, ``compat:MODEL:base_url=...``
+- a bare model name picks its provider: ``gpt-4o-mini`` -> openai, ``claude-...`` -> anthropic
+
+The model is everything between the provider and the first ``key=value`` segment, so model names may
+contain ``:`` (``ollama:llama3:8b``, ``openai:ft:gpt-4o-mini:org::id``). Arguments that are chat
+options (``temperature``, ``max_tokens``, ...) become the client's defaults; ``max_concurrency`` sets
+the client's bound; the rest go to the provider (``base_url``, ``api_key_env``, ``timeout``).
+An API key never goes in a spec (specs are written to results): use ``api_key_env=VAR``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import HarnessError
+from ..spec import _split_top, parse_args
+from .types import ChatOptions
+
+COMPAT = "openai-compatible"
+ALIASES: dict[str, tuple[str, str | None]] = {
+    "compat": (COMPAT, None),
+    "vllm": (COMPAT, "http://127.0.0.1:8000/v1"),
+    "sglang": (COMPAT, "http://127.0.0.1:30000/v1"),
+    "ollama": (COMPAT, "http://127.0.0.1:11434/v1"),
+    "llamacpp": (COMPAT, "http://127.0.0.1:8080/v1"),
+    "llama.cpp": (COMPAT, "http://127.0.0.1:8080/v1"),
+}
+_INFER = (("gpt-", "openai"), ("chatgpt-", "openai"), ("o1", "openai"), ("o3", "openai"),
+          ("o4", "openai"), ("claude", "anthropic"))
+CLIENT_ARGS = ("max_concurrency",)
+
+
+@dataclass(frozen=True)
+class LLMSpec:
+    """A parsed spec. ``provider`` is the registry name (aliases resolved); ``text`` is what the user
+    wrote (safe to record: keys are refused by the parser)."""
+
+    provider: str
+    model: str
+    base_url: str | None = None
+    provider_args: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    client_args: dict[str, Any] = field(default_factory=dict)
+    text: str = ""
+    alias: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+    def __str__(self) -> str:
+        return self.text or self.label
+
+
+def parse_llm_spec(text: str) -> LLMSpec:
+    """Parse ``provider:model[:k=v,...]`` (see the module docstring)."""
+    text = text.strip()
+    if not text:
+        raise HarnessError("empty LLM spec; expected provider:model, e.g. openai:gpt-4o-mini")
+    segments = _split_top(text, ":")
+    first_arg = next((i for i, s in enumerate(segments) if "=" in s), len(segments))
+    path, args = segments[:first_arg], parse_args(":".join(segments[first_arg:]))
+    if "api_key" in args:
+        raise HarnessError(
+            f"LLM spec {text.split('api_key')[0]}...: do not put an API key in a spec (specs are "
+            "recorded in results); set the provider's variable or pass api_key_env=VARIABLE_NAME"
+        )
+    if not path or not path[0]:
+        raise HarnessError(f"LLM spec {text!r} has arguments but no provider:model")
+    if len(path) == 1:
+        provider = next((p for prefix, p in _INFER if path[0].startswith(prefix)), None)
+        if provider is None:
+            raise HarnessError(
+                f"LLM spec {text!r}: name the provider, e.g. openai:{path[0]}, anthropic:{path[0]} or "
+                f"vllm:{path[0]}:base_url=http://HOST:PORT/v1"
+            )
+        model = path[0]
+    else:
+        provider, model = path[0], ":".join(path[1:])
+    if not model:
+        raise HarnessError(f"LLM spec {text!r} has no model name")
+    alias = None
+    base_url = args.pop("base_url", None)
+    if provider in ALIASES:
+        alias = provider
+        provider, default_url = ALIASES[alias]
+        base_url = base_url or default_url
+    option_names = set(ChatOptions.names())
+    options = {k: v for k, v in args.items() if k in option_names}
+    client_args = {k: v for k, v in args.items() if k in CLIENT_ARGS}
+    provider_args = {k: v for k, v in args.items() if k not in option_names and k not in CLIENT_ARGS}
+    if options:
+        ChatOptions().merged(**options)  # validate early
+    return LLMSpec(provider, model, base_url, provider_args, options, client_args, text, alias)

@@ -1,0 +1,167 @@
+"""Usage accounting per ``provider:model``: calls sent, cache hits, retries, failures, tokens, cost.
+
+``calls`` counts replies that came from the API (a call that needed retries counts once; its
+retries are in ``retries``). Cache hits cost nothing; their tokens are kept apart
+(``cached_input_tokens``/``cached_output_tokens``). In a dry run every figure is an estimate.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .pricing import PriceTable
+from .types import Reply
+
+
+@dataclass
+class ModelUsage:
+    calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cached_output_tokens: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+
+    def add(self, other: ModelUsage) -> None:
+        for name in ("calls", "cache_hits", "retries", "failures", "input_tokens", "output_tokens",
+                     "cached_input_tokens", "cached_output_tokens"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.errors.update(other.errors)
+
+
+class Usage:
+    """Thread-safe counters, keyed by ``provider:model``."""
+
+    def __init__(self, prices: PriceTable | None = None, dry_run: bool = False) -> None:
+        self.prices = prices or PriceTable()
+        self.dry_run = dry_run
+        self.models: dict[str, ModelUsage] = {}
+        self._lock = threading.Lock()
+
+    def _m(self, label: str) -> ModelUsage:
+        m = self.models.get(label)
+        if m is None:
+            m = self.models[label] = ModelUsage()
+        return m
+
+    def record_call(self, label: str, reply: Reply) -> None:
+        with self._lock:
+            m = self._m(label)
+            m.calls += 1
+            m.input_tokens += reply.usage.input_tokens
+            m.output_tokens += reply.usage.output_tokens
+
+    def record_hit(self, label: str, reply: Reply) -> None:
+        with self._lock:
+            m = self._m(label)
+            m.cache_hits += 1
+            m.cached_input_tokens += reply.usage.input_tokens
+            m.cached_output_tokens += reply.usage.output_tokens
+
+    def record_retry(self, label: str, error: BaseException) -> None:
+        with self._lock:
+            m = self._m(label)
+            m.retries += 1
+            m.errors[f"retried:{type(error).__name__}"] += 1
+
+    def record_failure(self, label: str, error: BaseException) -> None:
+        with self._lock:
+            m = self._m(label)
+            m.failures += 1
+            m.errors[type(error).__name__] += 1
+
+    # -- reading ---------------------------------------------------------------------------
+    def get(self, label: str) -> ModelUsage:
+        with self._lock:
+            return self.models.get(label) or ModelUsage()
+
+    def total(self) -> ModelUsage:
+        out = ModelUsage()
+        with self._lock:
+            for m in self.models.values():
+                out.add(m)
+        return out
+
+    def cost(self, label: str) -> float | None:
+        provider, _, model = label.partition(":")
+        m = self.get(label)
+        return self.prices.cost(provider, model, m.input_tokens, m.output_tokens)
+
+    def as_dict(self) -> dict[str, Any]:
+        """For results.json: per model, totals, the price table's date and sources."""
+        models: dict[str, Any] = {}
+        total_cost, unpriced = 0.0, []
+        with self._lock:
+            items = sorted(self.models.items())
+        for label, m in items:
+            provider, _, model = label.partition(":")
+            price = self.prices.lookup(provider, model)
+            cost = None if price is None else round(price.cost(m.input_tokens, m.output_tokens), 9)
+            if cost is None:
+                if m.input_tokens or m.output_tokens:
+                    unpriced.append(label)
+            else:
+                total_cost += cost
+            models[label] = {
+                "calls": m.calls, "cache_hits": m.cache_hits, "retries": m.retries, "failures": m.failures,
+                "input_tokens": m.input_tokens, "output_tokens": m.output_tokens,
+                "cached_input_tokens": m.cached_input_tokens, "cached_output_tokens": m.cached_output_tokens,
+                "cost_usd": cost, "price": None if price is None else price.as_dict(),
+                "errors": dict(sorted(m.errors.items())),
+            }
+        t = self.total()
+        extra: dict[str, Any] = {}
+        if self.dry_run:
+            from .dryrun import tokenizer_name
+
+            extra["tokenizer"] = tokenizer_name()
+        return {
+            "dry_run": self.dry_run,
+            "estimated": self.dry_run,
+            **extra,
+            "models": models,
+            "total": {
+                "calls": t.calls, "cache_hits": t.cache_hits, "retries": t.retries, "failures": t.failures,
+                "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
+                "cost_usd": round(total_cost, 9), "unpriced_models": unpriced,
+            },
+            "prices": self.prices.describe(),
+        }
+
+    def table(self) -> str:
+        """A short text table (one line per model, then the total)."""
+        d = self.as_dict()
+        head = (f"{'model':<40} {'calls':>7} {'hits':>7} {'retries':>7} {'fail':>5} "
+                f"{'in tok':>10} {'out tok':>9} {'USD':>10}")
+        lines = [("LLM usage (DRY RUN: estimates)" if self.dry_run else "LLM usage"), head]
+
+        def row(name: str, r: dict[str, Any]) -> str:
+            cost = "n/a" if r["cost_usd"] is None else f"{r['cost_usd']:.6f}"
+            return (f"{name[:40]:<40} {r['calls']:>7} {r['cache_hits']:>7} {r['retries']:>7} "
+                    f"{r['failures']:>5} {r['input_tokens']:>10} {r['output_tokens']:>9} {cost:>10}")
+
+        for label, r in d["models"].items():
+            lines.append(row(label, r))
+        if len(d["models"]) > 1:
+            lines.append(row("total", d["total"]))
+        unpriced = d["total"]["unpriced_models"]
+        lines.append(f"prices as of {d['prices']['date']}"
+                     + (f"; no price for {', '.join(unpriced)}" if unpriced else ""))
+        return "\n".join(lines)
+
+    @classmethod
+    def merged(cls, usages: Iterable[Usage], prices: PriceTable | None = None) -> Usage:
+        usages = list(usages)
+        out = cls(prices or (usages[0].prices if usages else None), any(u.dry_run for u in usages))
+        for u in usages:
+            with u._lock:
+                for label, m in u.models.items():
+                    out._m(label).add(m)
+        return out

@@ -1,0 +1,77 @@
+"""The LLM layer inside `harness eval`: an LLM-backed reranker plugin against the loopback server;
+usage and cost land in results.json, a rerun is served from the cache, a dry run sends nothing."""
+
+from __future__ import annotations
+
+import json
+import types
+
+import pytest
+
+import harness.llm
+from harness.hookspecs import hookimpl
+from harness.llm.testserver import TestServer
+from harness.pipeline import evaluate
+from harness.plugins import PluginHost
+from harness.run import Run
+
+
+class YesNoReranker:
+    """Asks the LLM whether each passage answers the query; 'Yes' moves it up."""
+
+    def __init__(self, llm: str | None = None, depth: int = 5):
+        self.client = harness.llm.get_client(llm)  # a missing key fails here, before any work
+        self.depth = depth
+
+    def rerank(self, queries, run, corpus):
+        reqs, keys = [], []
+        for q in run:
+            for d in run.doc_ids(q)[: self.depth]:
+                reqs.append([harness.llm.user(f"Query: {queries[q].text}\nPassage: {corpus[d].text}\nAnswer?")])
+                keys.append((q, d))
+        replies = self.client.map(reqs)
+        bonus = {k: 1.0 for k, r in zip(keys, replies) if not isinstance(r, Exception) and "yes" in r.text.lower()}
+        return Run.from_scores({q: {d: s + bonus.get((q, d), 0.0) for d, s in run[q]} for q in run})
+
+    def config(self):
+        return {"llm": self.client.describe(), "depth": self.depth}
+
+
+@pytest.fixture
+def registry():
+    plugin = types.SimpleNamespace()
+
+    @hookimpl
+    def register_rerankers(register):
+        register("yes-no", YesNoReranker, "LLM yes/no reranker (test)")
+
+    plugin.register_rerankers = register_rerankers
+    host = PluginHost(load_entry_points=False)
+    host.register_plugin(plugin, "yes-no-plugin")
+    yield host.registry
+    harness.llm.reset()
+
+
+def test_usage_in_results_then_cache_then_dry_run(registry, tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    reply = lambda req: "Yes" if "diabetes" in json.dumps(req).lower() else "No"  # noqa: E731
+    with TestServer(reply=reply) as srv:
+        kw = dict(rerankers=["yes-no:depth=5"], llm=srv.spec("judge-model"), registry=registry, progress=False)
+        first = evaluate("demo", output=str(tmp_path / "a"), **kw)
+        n_pairs = sum(min(5, len(h)) for h in first.runs["default"].values())
+        assert srv.requests_total == n_pairs
+        data = json.loads((tmp_path / "a" / "results.json").read_text())
+        total = data["usage"]["total"]
+        assert total["calls"] == n_pairs and total["cache_hits"] == 0 and total["input_tokens"] > 0
+        assert data["usage"]["settings"]["llm"] == srv.spec("judge-model")
+        assert data["components"]["rerankers"][0]["llm"]["model"] == "judge-model"
+
+        second = evaluate("demo", output=str(tmp_path / "b"), **kw)
+        assert srv.requests_total == n_pairs  # nothing sent again
+        assert second.usage["total"]["cache_hits"] == n_pairs
+        assert second.metrics == first.metrics
+
+        dry = evaluate("demo", dry_run=True, **{**kw, "rerankers": ["yes-no:depth=7"]})
+        assert srv.requests_total == n_pairs  # a dry run sends nothing
+        assert dry.usage["dry_run"] is True
+        assert dry.usage["total"]["cache_hits"] == n_pairs  # the pairs already cached are free
