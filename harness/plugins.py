@@ -101,10 +101,13 @@ class PluginHost:
             ) from exc
 
     def _load_module(self, module_name: str) -> None:
+        """Built-in modules are reported together as the core distribution."""
         import importlib
 
-        info = PluginInfo(module_name, CORE_DIST, _core_version())
-        self.plugins.append(info)
+        info = next((p for p in self.plugins if p.name == CORE_DIST), None)
+        if info is None:
+            info = PluginInfo(CORE_DIST, CORE_DIST, _core_version())
+            self.plugins.append(info)
         try:
             module = importlib.import_module(module_name)
             self.pm.register(module, name=module_name)
