@@ -79,7 +79,7 @@ def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, 
              llm_settings) -> None:
     """Run a task: first stage, rerankers, judge, metrics."""
     from .api import evaluate
-    from .table import metrics_table
+    from .table import metrics_table, render
 
     if not task and not dataset:
         raise click.UsageError("give --task NAME or --dataset SPEC")
@@ -91,15 +91,25 @@ def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, 
                       metrics=metrics or None, limit=limit, depth=depth, output=output, progress=not quiet,
                       command=["harness", *sys.argv[1:]])
     if as_json:
-        click.echo(json.dumps(result.metrics, indent=2))
+        payload = result.metrics if not hasattr(result, "results") else {
+            "tasks": result.per_task, "mean": result.metrics}
+        click.echo(json.dumps(payload, indent=2))
         return
-    if result.usage:
+    usage = getattr(result, "usage", None) or any(r.usage for r in getattr(result, "results", {}).values())
+    if usage:
         from .llm import session_usage
 
         click.echo(session_usage().table(), err=quiet)
         if llm_settings.dry_run:
             click.secho("dry run: nothing was sent; the metrics below come from placeholder replies",
                         fg="yellow")
+    if hasattr(result, "results"):  # a suite: one row per member task, then the mean
+        names = list(result.metrics)
+        rows = [(t, *(m.get(n, float("nan")) for n in names)) for t, m in result.per_task.items()]
+        rows.append(("mean", *(result.metrics[n] for n in names)))
+        click.echo(f"{result.task.name}  ({len(result.results)} tasks)")
+        click.echo(render(rows, ["task", *names]))
+        return
     comps = [result.components["retriever"]["spec"], *(r["spec"] for r in result.components.get("rerankers", []))]
     title = f"{result.task.name}  ({' -> '.join(comps)}; {sum(len(r) for r in result.runs.values())} queries)"
     click.echo(metrics_table(result.metrics, title))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,13 +147,18 @@ def evaluate(
     llm: str | None = None,
     max_concurrency: int | None = None,
     dry_run: bool | None = None,
-) -> EvalResult:
+) -> EvalResult | SuiteResult:
     """Run one evaluation. Mirrors ``harness eval``: ``llm``, ``max_concurrency`` and ``dry_run`` are
     its ``--llm``, ``--max-concurrency`` and ``--dry-run`` (defaults for LLM-backed components)."""
     from .metrics.resolve import resolve_metrics
     from .plugins import get_registry
 
     registry = registry or get_registry()
+    the_task = resolve_task(registry, task, dataset)
+    if the_task.is_suite:
+        return evaluate_suite(the_task, retriever=retriever, rerankers=rerankers, judge=judge, metrics=metrics,
+                              limit=limit, depth=depth, output=output, progress=progress, command=command,
+                              registry=registry, llm=llm, max_concurrency=max_concurrency, dry_run=dry_run)
     if llm is not None or max_concurrency is not None or dry_run is not None:
         from .llm import configure
 
@@ -163,7 +169,6 @@ def evaluate(
         reset_clients()
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    the_task = resolve_task(registry, task, dataset)
     metric_names = list(metrics) if metrics else list(the_task.metrics)
     metric_objs = resolve_metrics(registry, metric_names)  # fail on a bad name before any work
 
@@ -205,7 +210,9 @@ def evaluate(
         t = time.perf_counter()
         if getattr(first, "uses_candidates", False):
             first.set_candidates(ds.candidates.get(mode) if ds.candidates else None)
-        run = first.search({q: v.text for q, v in queries.items()}, k)
+        # retrievers that need more than the text (a perspective, a root query) set query_objects = True
+        run = first.search(queries if getattr(first, "query_objects", False) else
+                           {q: v.text for q, v in queries.items()}, k)
         timings[f"retrieve[{mode}]"] = time.perf_counter() - t
         for spec, rr in zip(rerankers, reranker_objs):
             if on_stage:
@@ -258,4 +265,59 @@ def evaluate(
 
         write_results(result, output)
         _log(f"[harness] results written to {output}", progress)
+    return result
+
+
+@dataclass
+class SuiteResult:
+    """A suite's members' results and, per metric, the unweighted mean over the members that report it."""
+
+    task: Task
+    results: dict[str, EvalResult]
+    metrics: dict[str, float]
+    command: list[str] | None = None
+
+    @property
+    def per_task(self) -> dict[str, dict[str, float]]:
+        return {name: r.metrics for name, r in self.results.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        from . import __version__
+        from .plugins import distribution_versions
+
+        first = next(iter(self.results.values()))
+        return {
+            "harness_version": __version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "command": self.command,
+            "task": self.task.as_dict(),
+            "components": first.components,
+            "versions": distribution_versions(),
+            "tasks": {name: {"metrics": r.metrics, "results": f"{name.replace(':', '_')}/results.json",
+                             "dataset": r.to_dict()["dataset"]} for name, r in self.results.items()},
+            "metrics": self.metrics,
+            "aggregation": "unweighted mean over member tasks",
+        }
+
+
+def evaluate_suite(suite: Task, *, output: str | None = None, progress: bool = True, **kwargs: Any) -> SuiteResult:
+    """Run every member task of ``suite`` with the same components; members' results go to
+    ``output/<member>/`` and the suite's own ``results.json`` holds the per-task table and the means."""
+    results: dict[str, EvalResult] = {}
+    for name in suite.tasks:
+        _log(f"[harness] suite {suite.name}: {name}", progress)
+        sub_out = None if output is None else str(Path(output) / name.replace(":", "_"))
+        results[name] = evaluate(name, output=sub_out, progress=progress, **kwargs)
+    names: list[str] = []
+    for r in results.values():
+        names += [n for n in r.metrics if n not in names]
+    means = {}
+    for n in names:
+        vals = [r.metrics[n] for r in results.values() if n in r.metrics and r.metrics[n] == r.metrics[n]]
+        means[n] = sum(vals) / len(vals) if vals else float("nan")
+    result = SuiteResult(suite, results, means, command=kwargs.get("command"))
+    if output:
+        from .results import write_suite_results
+
+        write_suite_results(result, output)
     return result

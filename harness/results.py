@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .pipeline import EvalResult
+    from .pipeline import EvalResult, SuiteResult
 
 
 def _clean(value: Any) -> Any:
@@ -49,6 +49,16 @@ def write_results(result: EvalResult, output: str | Path) -> Path:
     data["files"] = files
     tmp = out / "results.json.tmp"
     tmp.write_text(json.dumps(_clean(data), indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    tmp.replace(out / "results.json")
+    return out / "results.json"
+
+
+def write_suite_results(result: SuiteResult, output: str | Path) -> Path:
+    out = Path(output)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / "results.json.tmp"
+    tmp.write_text(json.dumps(_clean(result.to_dict()), indent=2, ensure_ascii=False, default=str) + "\n",
+                   encoding="utf-8")
     tmp.replace(out / "results.json")
     return out / "results.json"
 

@@ -24,8 +24,11 @@ class DataFile:
 
 @dataclass
 class Task:
+    """One evaluation setting, or a suite of them (``tasks``: e.g. every InfoSearch dimension);
+    a suite runs each member with the same components and also reports the mean over members."""
+
     name: str
-    dataset: str
+    dataset: str = ""
     description: str = ""
     dataset_args: dict[str, Any] = field(default_factory=dict)
     metrics: list[str] = field(default_factory=lambda: ["nDCG@10"])
@@ -35,8 +38,15 @@ class Task:
     query_format: str = DEFAULT_QUERY_FORMAT
     files: list[DataFile] = field(default_factory=list)
     source: str = ""  # where the definition came from
+    tasks: list[str] = field(default_factory=list)  # a suite's member tasks
+
+    @property
+    def is_suite(self) -> bool:
+        return bool(self.tasks)
 
     def __post_init__(self) -> None:
+        if not self.dataset and not self.tasks:
+            raise DataError(f"task {self.name!r} names neither a dataset nor member tasks", self.source or None)
         if self.first_stage not in ("candidates", "retrieve"):
             raise DataError(
                 f"task {self.name!r}: first_stage must be 'candidates' or 'retrieve', not {self.first_stage!r}",
@@ -55,6 +65,7 @@ class Task:
             "depth": self.depth,
             "query_format": self.query_format,
             "source": self.source,
+            **({"tasks": self.tasks} if self.tasks else {}),
         }
 
 
@@ -70,7 +81,7 @@ def load_task_file(path: Path) -> Task:
     unknown = set(raw) - _KNOWN_KEYS
     if unknown:
         raise DataError(f"unknown task keys {sorted(unknown)}; allowed: {sorted(_KNOWN_KEYS)}", path)
-    for key in ("name", "dataset"):
+    for key in ("name",) if raw.get("tasks") else ("name", "dataset"):
         if key not in raw:
             raise DataError(f"task definition lacks required key {key!r}", path)
     files = []

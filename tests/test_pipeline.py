@@ -148,3 +148,29 @@ def test_dataset_without_candidates_needs_a_retriever():
     task = Task(name="lang", dataset="lang", first_stage="candidates")
     with pytest.raises(HarnessError, match="no candidate lists"):
         evaluate(task, registry=reg, progress=False)
+
+
+def test_suite_runs_members_and_averages(tmp_path):
+    plugin = types.SimpleNamespace()
+
+    @hookimpl
+    def register_tasks(register):
+        register("demo-top3", lambda: Task(name="demo-top3", dataset="demo", first_stage="retrieve", depth=3,
+                                           metrics=["nDCG@10", "MRR@10"]), "demo, depth 3")
+        register("demo-mrr", lambda: Task(name="demo-mrr", dataset="demo", first_stage="retrieve",
+                                          metrics=["MRR@10"]), "demo, MRR only")
+        register("pair", lambda: Task(name="pair", tasks=["demo-top3", "demo-mrr"]), "a suite")
+
+    plugin.register_tasks = register_tasks
+    host = PluginHost(load_entry_points=False)
+    host.register_plugin(plugin, "suite-plugin")
+    res = evaluate("pair", output=str(tmp_path), registry=host.registry, progress=False)
+    assert list(res.results) == ["demo-top3", "demo-mrr"]
+    a, b = res.per_task["demo-top3"], res.per_task["demo-mrr"]
+    assert res.metrics["MRR@10"] == pytest.approx((a["MRR@10"] + b["MRR@10"]) / 2)
+    assert res.metrics["nDCG@10"] == a["nDCG@10"]  # reported by one member only
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert set(data["tasks"]) == {"demo-top3", "demo-mrr"} and data["metrics"]["MRR@10"] == res.metrics["MRR@10"]
+    assert (tmp_path / "demo-top3" / "run.trec").exists() and (tmp_path / "demo-mrr" / "results.json").exists()
+    with pytest.raises(DataError, match="neither a dataset nor member tasks"):
+        Task(name="nothing")
