@@ -397,6 +397,9 @@ class DenseEncoder:
             kwargs["model_kwargs"] = {dtype_key: self.dtype}
         t = time.perf_counter()
         try:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()  # the weight-loading bar is noise; encoding shows its own
             model = SentenceTransformer(source, **kwargs)
         except HarnessError:
             raise
