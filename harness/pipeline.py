@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .components import MetricInput, describe

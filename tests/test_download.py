@@ -227,7 +227,8 @@ def test_cli_download_then_eval_from_a_fresh_data_folder(server: ThreadingHTTPSe
     fresh = tmp_path / "data"
     runner = CliRunner()
     try:
-        res = runner.invoke(cli, ["--data-dir", str(fresh), "data", "download", "noveleval", "--base-url", base(server)])
+        res = runner.invoke(cli, ["--data-dir", str(fresh), "data", "download", "noveleval",
+                                  "--base-url", base(server)])
         assert res.exit_code == 0, res.output
         assert "noveleval: 3 file(s) ready" in res.output
         assert sorted(p.name for p in (fresh / "noveleval").iterdir()) == ["corpus.tsv", "qrels.txt", "queries.tsv"]
