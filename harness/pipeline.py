@@ -172,6 +172,20 @@ def evaluate(
     metric_names = list(metrics) if metrics else list(the_task.metrics)
     metric_objs = resolve_metrics(registry, metric_names)  # fail on a bad name before any work
 
+    # components first: a bad spec or a missing API key fails before any data is read or downloaded
+    k = depth or the_task.depth
+    first_spec = retriever or ("candidates" if the_task.first_stage == "candidates" else the_task.retriever)
+    components: dict[str, Any] = {}
+    first, components["retriever"] = _create(registry, "retriever", first_spec)
+    reranker_objs = []
+    for spec in rerankers:
+        obj, desc = _create(registry, "reranker", spec)
+        reranker_objs.append(obj)
+        components.setdefault("rerankers", []).append(desc)
+    judge_obj = None
+    if judge:
+        judge_obj, components["judge"] = _create(registry, "judge", judge)
+
     t = time.perf_counter()
     ds = load_task_dataset(registry, the_task)
     if limit:
@@ -181,21 +195,8 @@ def evaluate(
     _log(f"[harness] {the_task.name}: {len(ds.corpus)} documents, "
          f"{', '.join(f'{m}: {len(q)} queries' for m, q in ds.queries.items())}", progress)
 
-    k = depth or the_task.depth
-    first_spec = retriever or ("candidates" if the_task.first_stage == "candidates" else the_task.retriever)
-    components: dict[str, Any] = {}
-    first, components["retriever"] = _create(registry, "retriever", first_spec)
     if getattr(first, "uses_candidates", False) and not ds.candidates:
         raise HarnessError(f"dataset {ds.name!r} gives no candidate lists; pass --retriever bm25 or dense")
-    reranker_objs = []
-    for i, spec in enumerate(rerankers):
-        obj, desc = _create(registry, "reranker", spec)
-        reranker_objs.append(obj)
-        components.setdefault("rerankers", []).append(desc)
-        del i
-    judge_obj = None
-    if judge:
-        judge_obj, components["judge"] = _create(registry, "judge", judge)
 
     t = time.perf_counter()
     if not getattr(first, "uses_candidates", False):

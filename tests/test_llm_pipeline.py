@@ -75,3 +75,17 @@ def test_usage_in_results_then_cache_then_dry_run(registry, tmp_path, monkeypatc
         assert srv.requests_total == n_pairs  # a dry run sends nothing
         assert dry.usage["dry_run"] is True
         assert dry.usage["total"]["cache_hits"] == n_pairs  # the pairs already cached are free
+
+
+def test_missing_key_fails_before_any_data_is_read(registry, tmp_path, monkeypatch):
+    from harness import data as hdata
+    from harness.errors import HarnessError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    hdata.set_data_dir(tmp_path / "empty")  # trec-dl19's files are not here: reading them would fail
+    try:
+        with pytest.raises(HarnessError, match="OPENAI_API_KEY"):
+            evaluate("trec-dl19", rerankers=["yes-no:llm=openai:gpt-4o-mini"], registry=registry, progress=False)
+    finally:
+        hdata.set_data_dir(None)
