@@ -1,0 +1,123 @@
+"""The relevance-generation (RG) baseline of the RankGPT paper (HELM 4-shot prompt, App. A.2).
+
+Each (query, passage) pair of the top ``depth`` is one call asking for ``Yes``/``No`` (one output
+token, temperature 0, top logprobs). Score (paper §3.1): ``1 + p(Yes)`` when the output is Yes,
+``1 - p(No)`` when it is No, so the range is [0, 2]; ``p`` is the probability of the generated token.
+
+Providers without logprobs (Anthropic; OpenAI-compatible servers that omit them): the call is made
+with ``logprobs="optional"`` and the reply comes back with ``fallback == "no-logprobs"``; the score is
+then the label alone (Yes = 2, No = 0, i.e. ``p`` taken as 1), ties keep the incoming order, and the
+number of such replies is in ``stats()["no_logprobs"]``.
+
+An output that is neither Yes nor No: when the top alternatives of the first token hold Yes or No,
+the likelier of the two decides (``1 + p(Yes)`` or ``1 - p(No)``); otherwise the score is 1 (between
+every No and every Yes) and the pair is counted as ``unparseable``. A failed call scores 1 as well
+and is counted in ``errors``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from harness.document import Document
+from harness.query import Query
+from harness.run import Run
+
+from . import __version__
+from .prompts import passage_text, rg_prompt, rg_template_hash
+
+
+def _label(token: str) -> str:
+    return token.strip().strip(".,:;!'\"").lower()
+
+
+def rg_score(reply: Any) -> tuple[float, str]:
+    """(score, status) of one reply; status is ``ok``, ``no-logprobs`` or ``unparseable``."""
+    first = reply.logprobs[0] if reply.logprobs else None
+    token = first.token if first is not None else (reply.text.split() or [""])[0]
+    label = _label(token)
+    if label in ("yes", "no"):
+        if first is None:
+            return (2.0 if label == "yes" else 0.0), "no-logprobs"
+        return (1.0 + first.prob if label == "yes" else 1.0 - first.prob), "ok"
+    if first is not None:
+        p = {"yes": 0.0, "no": 0.0}
+        for alt in first.top:
+            lab = _label(alt.token)
+            if lab in p:
+                p[lab] += alt.prob
+        if p["yes"] or p["no"]:
+            return (1.0 + p["yes"] if p["yes"] >= p["no"] else 1.0 - p["no"]), "ok"
+    return 1.0, "unparseable"
+
+
+class RelevanceGeneration:
+    """Pointwise yes/no relevance generation, scored by the probability of the answer token.
+
+    Options: ``llm`` (default ``--llm``), ``depth`` (100), ``shots`` (4; 0 gives the zero-shot
+    prompt), ``top_logprobs`` (5), ``max_tokens`` (1), ``max_words`` (300), ``query`` (``formed`` or
+    ``raw``)."""
+
+    def __init__(self, llm: str | None = None, depth: int = 100, shots: int = 4, top_logprobs: int = 5,
+                 max_tokens: int = 1, max_words: int | None = 300, query: str = "formed"):
+        from harness.llm import get_client
+
+        if query not in ("formed", "raw"):
+            raise ValueError(f"relevance-generation: query must be 'formed' or 'raw', got {query!r}")
+        self.depth, self.shots, self.top_logprobs = int(depth), int(shots), int(top_logprobs)
+        self.max_tokens, self.max_words, self.query_field = int(max_tokens), max_words, query
+        rg_prompt("q", "p", self.shots)  # validates shots
+        self.client = get_client(llm, temperature=0.0)
+        self._lock = threading.Lock()
+        self._stats: Counter[str] = Counter()
+
+    def request(self, query: Query, doc: Document | None) -> dict[str, Any]:
+        text = query.meta.get("query", query.text) if self.query_field == "raw" else query.text
+        passage = passage_text(doc.text, doc.title, self.max_words) if doc is not None else ""
+        return {"messages": [{"role": "user", "content": rg_prompt(text, passage, self.shots)}],
+                "max_tokens": self.max_tokens, "logprobs": "optional", "top_logprobs": self.top_logprobs}
+
+    def rerank(self, queries: Mapping[str, Query], run: Run, corpus: Mapping[str, Document]) -> Run:
+        pairs = [(q, d) for q in run for d in run.doc_ids(q)[: self.depth]]
+        replies = self.client.map(self.request(queries.get(q) or Query(q, ""), corpus.get(d)) for q, d in pairs)
+        scores: dict[tuple[str, str], float] = {}
+        st: Counter[str] = Counter()
+        for pair, reply in zip(pairs, replies):
+            st["pairs"] += 1
+            if isinstance(reply, Exception):
+                st["errors"] += 1
+                scores[pair] = 1.0
+                continue
+            st["cache_hits" if reply.cached else "calls"] += 1
+            if reply.dry_run:
+                st["dry_run"] += 1
+            score, status = rg_score(reply)
+            if reply.fallback == "no-logprobs" or status == "no-logprobs":
+                st["no_logprobs"] += 1
+            if status == "unparseable" and not reply.dry_run:
+                st["unparseable"] += 1
+            scores[pair] = score
+        order = {}
+        for q in run:
+            docs = run.doc_ids(q)
+            head = sorted(range(min(self.depth, len(docs))), key=lambda i: (-scores[(q, docs[i])], i))
+            order[q] = [docs[i] for i in head] + docs[self.depth:]
+        with self._lock:
+            self._stats.update(st)
+        return Run.from_order(order, run.name)
+
+    def config(self) -> dict[str, Any]:
+        return {"method": "relevance-generation", "plugin": f"harness-rankgpt {__version__}",
+                "llm": self.client.describe(), "depth": self.depth, "shots": self.shots,
+                "top_logprobs": self.top_logprobs, "max_tokens": self.max_tokens, "max_words": self.max_words,
+                "query": self.query_field, "prompt_template_sha256": rg_template_hash(self.shots),
+                "score": "1+p(Yes) if Yes, 1-p(No) if No; without logprobs Yes=2, No=0 (fallback)"}
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            s = self._stats
+            return {k: s[k] for k in ("pairs", "calls", "cache_hits", "errors", "unparseable", "no_logprobs",
+                                      "dry_run")}
