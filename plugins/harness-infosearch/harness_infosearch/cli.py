@@ -1,0 +1,88 @@
+"""``harness infosearch``: Table-1-style rows from results folders, and the installed dimensions."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+
+#: (column header, metric key, scale): the paper's Table 1, in its order
+TABLE1 = [
+    ("nDCG Ori", "nDCG@10[og]", 100), ("nDCG Ins", "nDCG@10[changed]", 100), ("nDCG Rev", "nDCG@10[reversed]", 100),
+    ("Rob Ori", "Robustness@10[og]", 100), ("Rob Ins", "Robustness@10[changed]", 100),
+    ("Rob Rev", "Robustness@10[reversed]", 100),
+    ("p-MRR", "p-MRR", 100), ("WISE", "WISE", 100), ("SICR", "SICR", 100),
+    ("R_ori", "R_ori", 1), ("R_ins", "R_ins", 1), ("R_rev", "R_rev", 1),
+]
+#: the appendix columns added by ``--wide``
+WIDE = [
+    ("MRR@1 Ori", "MRR@1[og]", 100), ("MRR@1 Ins", "MRR@1[changed]", 100), ("MRR@1 Rev", "MRR@1[reversed]", 100),
+    ("Ideal", "WISE-ideal", 100), ("Per.", "WISE-per", 100),
+]
+
+
+def _cell(value: Any, scale: float) -> str:
+    if not isinstance(value, (int, float)) or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value * scale:.1f}"
+
+
+def table1(rows: list[tuple[str, Mapping[str, float]]], wide: bool = False) -> str:
+    """Rows ``(label, metrics)`` as the paper prints them: x100, one decimal; mean ranks as they are."""
+    from harness.table import render
+
+    cols = TABLE1 + (WIDE if wide else [])
+    body = [(label, *(_cell(m.get(key), scale) for _, key, scale in cols)) for label, m in rows]
+    return render(body, ["", *(h for h, _, _ in cols)])
+
+
+def rows_from_results(data: Mapping[str, Any], label: str | None = None) -> list[tuple[str, Mapping[str, float]]]:
+    """One row per dimension and a mean row for a suite's results.json; one row for a single task."""
+    comps = data.get("components", {})
+    system = " -> ".join([comps.get("retriever", {}).get("spec", "?"),
+                          *(r.get("spec", "?") for r in comps.get("rerankers", []))])
+    if "tasks" in data:
+        rows = [(f"{label or system} | {name}", t["metrics"]) for name, t in data["tasks"].items()]
+        return rows + [(f"{label or system} | mean", data["metrics"])]
+    return [(f"{label or system} | {data.get('task', {}).get('name', '?')}", data["metrics"])]
+
+
+@click.group("infosearch")
+def infosearch_group() -> None:
+    """InfoSearch: Table-1 rows and the installed dimensions."""
+
+
+@infosearch_group.command("table")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--wide", is_flag=True, help="Add MRR@1 per mode, Ideal WISE and Per.")
+@click.option("--label", help="Row label instead of the retriever -> rerankers spec.")
+def table_cmd(results: tuple[str, ...], wide: bool, label: str | None) -> None:
+    """Print Table-1-style rows from `harness eval -o DIR` results folders (or results.json files)."""
+    rows: list[tuple[str, Mapping[str, float]]] = []
+    for item in results:
+        path = Path(item)
+        path = path / "results.json" if path.is_dir() else path
+        rows += rows_from_results(json.loads(path.read_text(encoding="utf-8")), label)
+    click.echo(table1(rows, wide))
+
+
+@infosearch_group.command("dimensions")
+def dimensions_cmd() -> None:
+    """List the installed InfoSearch dimensions and whether their data is present."""
+    from harness.data import locate
+    from harness.plugins import get_host
+    from harness.table import render
+
+    from .data import has_tables
+    from .dimensions import registered_dimensions
+
+    get_host()  # every plugin has registered its dimensions
+    rows = []
+    for d in registered_dimensions():
+        folder = locate(d.folder)
+        rows.append((d.task_name, d.hub_name, "yes" if has_tables(folder) else "no", str(folder)))
+    click.echo(render(rows, ["task", "dataset", "data present", "folder"]))

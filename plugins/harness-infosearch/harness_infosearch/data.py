@@ -1,0 +1,187 @@
+"""Reading one InfoSearch dimension in the hub layout into a three-mode :class:`~harness.Dataset`.
+
+Layout (FollowIR family; ``jianqunZ/<Dim>-v1`` on the Hugging Face hub)::
+
+    corpus.jsonl                 _id, title, text
+    queries.jsonl                _id, text, instruction_og, instruction_changed, instruction_reversed, ...
+    qrels_og/test.jsonl          query-id, corpus-id, score
+    qrels_changed/test.jsonl
+    qrels_reversed/test.jsonl
+    top_ranked.jsonl             qid, pid (a list of doc ids, or one per line)   [optional]
+
+Each table may instead be gzipped JSONL or a Parquet export: ``corpus.parquet``, a ``corpus/``
+folder of ``*.parquet`` shards, ``qrels_og/test.parquet`` or ``qrels_og/test-*.parquet``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from harness.data import file_identity, resolve
+from harness.dataset import Dataset
+from harness.document import Document
+from harness.errors import DataError
+from harness.io.beir import as_id, iter_parquet, read_corpus, read_qrels_tsv, read_queries
+from harness.io.jsonl import iter_jsonl_objects
+from harness.qrels import Qrels
+from harness.query import Query
+from harness.run import Run
+
+from .dimensions import MODES
+
+_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
+_INSTRUCTION_FIELDS = tuple(f"instruction_{m}" for m in MODES)
+
+
+def _shards(folder: Path, stem: str, suffixes: tuple[str, ...] = _SUFFIXES) -> list[Path]:
+    """The file(s) of table ``stem``: ``stem.jsonl`` / ``.jsonl.gz`` / ``.parquet`` (first found), else
+    the Parquet shards ``stem/*.parquet`` or ``stem-*.parquet``; empty when absent."""
+    for suffix in suffixes:
+        p = folder / f"{stem}{suffix}"
+        if p.is_file():
+            return [p]
+    shards = sorted((folder / stem).glob("*.parquet")) if (folder / stem).is_dir() else []
+    return shards or sorted(folder.glob(f"{stem}-*.parquet"))
+
+
+def _qrels_files(folder: Path, mode: str, split: str) -> list[Path]:
+    sub = folder / f"qrels_{mode}"
+    return _shards(sub, split, (*_SUFFIXES, ".tsv")) if sub.is_dir() else _shards(folder, f"qrels_{mode}")
+
+
+def has_tables(folder: Path, split: str = "test") -> bool:
+    """True when ``folder`` holds corpus, queries and the three qrels tables in some accepted format."""
+    if not folder.is_dir():
+        return False
+    return bool(_shards(folder, "corpus") and _shards(folder, "queries")
+                and all(_qrels_files(folder, m, split) for m in MODES))
+
+
+def _records(path: Path):
+    if path.name.endswith(".parquet"):
+        return iter_parquet(path), "row"
+    return iter_jsonl_objects(path), "line"
+
+
+def read_qrels_records(path: Path) -> Qrels:
+    """Qrels as JSONL or Parquet records (``query-id``, ``corpus-id``, ``score``) or BEIR TSV."""
+    if path.name.endswith((".tsv", ".tsv.gz")):
+        return read_qrels_tsv(path)
+    qrels = Qrels()
+    records, unit = _records(path)
+    for loc, rec in records:
+        qid = as_id(rec.get("query-id", rec.get("query_id", rec.get("qid"))), "'query-id'", path, loc, unit)
+        docid = as_id(rec.get("corpus-id", rec.get("corpus_id", rec.get("docid"))), "'corpus-id'", path, loc, unit)
+        score = rec.get("score")
+        if isinstance(score, str):
+            try:
+                score = float(score)
+            except ValueError:
+                score = None
+        if isinstance(score, bool) or not isinstance(score, (int, float)):
+            where = f"line {loc}" if unit == "line" else f"row {loc}"
+            raise DataError(f"{where}: 'score' must be a number, got {rec.get('score')!r}", path)
+        qrels.add(qid, docid, int(score) if float(score).is_integer() else float(score))
+    return qrels
+
+
+def read_top_ranked(path: Path) -> dict[str, list[str]]:
+    """``top_ranked``: ``{"qid": ..., "pid": [...]}`` per query, or one ``(qid, pid)`` pair per record."""
+    out: dict[str, list[str]] = {}
+    records, unit = _records(path)
+    for loc, rec in records:
+        qid = as_id(rec.get("qid", rec.get("query-id")), "'qid'", path, loc, unit)
+        pids = rec.get("pid", rec.get("corpus-id"))
+        pids = pids if isinstance(pids, list) else [pids]
+        lst = out.setdefault(qid, [])
+        lst.extend(as_id(p, "'pid'", path, loc, unit) for p in pids)
+    return out
+
+
+def load_infosearch_dataset(
+    path: str | os.PathLike[str] = "infosearch/Language-v1",
+    name: str | None = None,
+    split: str = "test",
+) -> Dataset:
+    """One InfoSearch dimension: modes ``og``, ``changed``, ``reversed`` over one corpus.
+
+    Each mode's queries keep the core query in ``text`` and that mode's instruction
+    (``instruction_og`` / ``_changed`` / ``_reversed``) in ``instruction``; the task's query format
+    ``"{text} {instruction}"`` joins them as the official code does. ``meta["group"]`` is the core
+    query text (the variants Robustness@10 takes the minimum over). The query set is every query
+    that has judgments in any mode (the same ids in every mode). ``top_ranked``, when present,
+    becomes every mode's candidate list.
+    """
+    folder = resolve(path)
+    if not folder.is_dir():
+        raise DataError(f"an InfoSearch dataset is a folder (corpus.jsonl, queries.jsonl, qrels_og/...): {folder}")
+    label = name or folder.name
+    files: list[Path] = []
+
+    def need(found: list[Path], what: str) -> list[Path]:
+        if not found:
+            raise DataError(f"{folder}: no {what} table (looked for {what}.jsonl, .jsonl.gz, .parquet, "
+                            f"{what}/*.parquet)")
+        files.extend(found)
+        return found
+
+    corpus: dict[str, Document] = {}
+    for p in need(_shards(folder, "corpus"), "corpus"):
+        corpus.update(read_corpus(p))
+    raw_queries: dict[str, Query] = {}
+    for p in need(_shards(folder, "queries"), "queries"):
+        raw_queries.update(read_queries(p))
+    qrels: dict[str, Qrels] = {}
+    for mode in MODES:
+        merged = Qrels()
+        for p in need(_qrels_files(folder, mode, split), f"qrels_{mode}/{split}"):
+            for q, docs in read_qrels_records(p).items():
+                for d, g in docs.items():
+                    merged.add(q, d, g)
+        qrels[mode] = merged
+
+    judged = {q for r in qrels.values() for q in r}
+    ids = [q for q in raw_queries if q in judged] or list(raw_queries)
+    if not ids:
+        raise DataError(f"{folder}: the query set is empty")
+    queries: dict[str, dict[str, Query]] = {m: {} for m in MODES}
+    for qid in ids:
+        q = raw_queries[qid]
+        missing = [f for f in _INSTRUCTION_FIELDS[1:] if f not in q.meta]
+        if missing:
+            raise DataError(f"query {qid!r} lacks {', '.join(missing)} (an InfoSearch query has "
+                            f"{', '.join(_INSTRUCTION_FIELDS)})", files[1])
+        meta: dict[str, Any] = {k: v for k, v in q.meta.items() if k not in _INSTRUCTION_FIELDS}
+        meta.setdefault("group", q.text)
+        meta["dimension"] = label
+        for mode in MODES:
+            if mode == "og":
+                instruction = q.meta.get("instruction_og") or q.instruction
+            else:
+                instruction = q.meta[f"instruction_{mode}"]
+            queries[mode][qid] = Query(qid, q.text, str(instruction or ""), dict(meta))
+
+    candidates = None
+    top = _shards(folder, "top_ranked")
+    if top:
+        files.extend(top)
+        order: dict[str, list[str]] = {}
+        for p in top:
+            for q, pids in read_top_ranked(p).items():
+                order.setdefault(q, []).extend(pids)
+        cand = Run.from_order({q: v for q, v in order.items() if q in queries["og"]})
+        candidates = {m: Run(dict(cand.items())) for m in MODES}
+
+    ds = Dataset(
+        name=label,
+        corpus=corpus,
+        queries=queries,
+        qrels=qrels,
+        candidates=candidates,
+        identity={"name": label, "files": [file_identity(p) for p in files], "split": split},
+        meta={"benchmark": "InfoSearch", "folder": str(folder)},
+    )
+    ds.meta["unknown_ids"] = ds.validate()
+    return ds

@@ -1,0 +1,194 @@
+"""The InfoSearch plugin end to end on the hand-made Language fixture (the paper's Table 13
+example in the hub layout): loading (JSONL and Parquet), tasks, the three TREC runs, download from a
+loopback mirror, the ``infosearch`` suite, and the CLI's Table-1 row."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from harness.data import set_data_dir
+from harness.download import source_url
+from harness.io.trec import read_run
+from harness.pipeline import evaluate
+from harness.plugins import PluginHost
+
+import harness_infosearch
+from harness_infosearch import dimensions
+from harness_infosearch.data import has_tables, load_infosearch_dataset
+from harness_infosearch.metrics import WISE
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "data"
+LANG = FIXTURE / "infosearch" / "Language-v1"
+
+
+@pytest.fixture
+def host():
+    dimensions._REGISTERED.clear()  # dimensions are recorded per process: start from this host's
+    h = PluginHost(load_entry_points=False)
+    h.register_plugin(harness_infosearch, "infosearch", "harness-infosearch")
+    yield h
+    dimensions._REGISTERED.clear()
+
+
+@pytest.fixture
+def data_dir():
+    set_data_dir(FIXTURE)
+    yield FIXTURE
+    set_data_dir(None)
+
+
+def test_fixture_loads_three_modes():
+    ds = load_infosearch_dataset(LANG)
+    assert ds.modes == ["og", "changed", "reversed"]
+    assert len(ds.corpus) == 8 and ds.corpus["lang-zh"].title == "糖尿病"
+    q = ds.queries["changed"]["lang-1-zh"]
+    assert q.text == "What is diabetes?"  # query text stays apart from the instruction
+    assert q.instruction == "Tell me what diabetes is. Please use Chinese."
+    assert ds.queries["og"]["lang-1-zh"].instruction == ""
+    assert ds.queries["reversed"]["lang-1-en"].instruction.startswith("I'd rather")
+    assert q.meta["group"] == "What is diabetes?"
+    assert ds.qrels["changed"]["lang-1-zh"] == {"lang-zh": 1, "lang-en": 0}
+    assert ds.qrels["reversed"]["lang-1-zh"] == {"lang-zh": 0, "lang-en": 1}
+    assert ds.candidates["og"].doc_ids("lang-1-en")[0] == "lang-en-neg3"
+    assert ds.validate() == {}
+    assert len(ds.identity["files"]) == 6 and all(f["sha256"] for f in ds.identity["files"])
+
+
+def test_parquet_export_reads_the_same(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    from harness.io.jsonl import iter_jsonl_objects
+
+    def to_parquet(src: Path, dst: Path) -> None:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist([o for _, o in iter_jsonl_objects(src)]), dst)
+
+    to_parquet(LANG / "corpus.jsonl", tmp_path / "corpus.parquet")
+    to_parquet(LANG / "queries.jsonl", tmp_path / "queries" / "test-00000-of-00001.parquet")  # HF shard layout
+    for mode in ("og", "changed", "reversed"):
+        to_parquet(LANG / f"qrels_{mode}" / "test.jsonl", tmp_path / f"qrels_{mode}" / "test.parquet")
+    assert has_tables(tmp_path)
+    a, b = load_infosearch_dataset(LANG), load_infosearch_dataset(tmp_path)
+    assert a.corpus == b.corpus and a.qrels == b.qrels and a.queries == b.queries
+    assert b.candidates is None  # no top_ranked table in this export
+
+
+def test_language_end_to_end_three_trec_runs(host, data_dir, tmp_path):
+    res = evaluate("infosearch:language", retriever="bm25", output=str(tmp_path), registry=host.registry,
+                   progress=False)
+    m = res.metrics
+    for key in ("nDCG@10[og]", "nDCG@10[changed]", "nDCG@10[reversed]", "MRR@1[og]", "Robustness@10[changed]",
+                "p-MRR", "WISE", "WISE-ideal", "WISE-per", "SICR", "R_ori", "R_ins", "R_rev"):
+        assert key in m and m[key] == m[key], key
+    assert res.runs["changed"] is not res.runs["og"]
+    # the query text the retriever saw: "{text} {instruction}", as the official code forms it
+    assert res.task.query_format == "{text} {instruction}"
+    # every figure can be recomputed from the three TREC files
+    runs = {mode: read_run(tmp_path / f"run.{mode}.trec") for mode in ("og", "changed", "reversed")}
+    from harness import MetricInput
+
+    again = WISE().compute(MetricInput(runs, dict(res.dataset.qrels), res.dataset))
+    assert again.aggregate["WISE"] == pytest.approx(m["WISE"])
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["dataset"]["modes"] == ["og", "changed", "reversed"]
+
+
+def test_metric_options_report_side_by_side(host, data_dir):
+    res = evaluate("infosearch:language", retriever="bm25", registry=host.registry, progress=False,
+                   metrics=["WISE", "WISE:first_case=paper", "WISE@10", "SICR", "SICR:rank1=paper", "MRR@1"])
+    assert {"WISE", "WISE-paper", "WISE@10", "WISE@10-per", "SICR", "SICR-paper", "MRR@1[changed]"} <= set(res.metrics)
+
+
+def test_tasks_name_the_hub_files(host, tmp_path):
+    set_data_dir(tmp_path)  # empty: the task lists the hub files to fetch
+    try:
+        task = host.registry.create("task", "infosearch:keyword")
+        assert task.dataset_args["path"] == "infosearch/Clarity-v1"
+        urls = [source_url(f, base_url="") for f in task.files]
+        assert "https://huggingface.co/datasets/jianqunZ/Clarity-v1/resolve/main/qrels_og/test.jsonl" in urls
+        assert len(task.files) == 6
+        set_data_dir(FIXTURE)  # complete tables present: nothing to fetch
+        assert host.registry.create("task", "infosearch:language").files == []
+    finally:
+        set_data_dir(None)
+    assert [d.name for d in dimensions.registered_dimensions()] == [
+        "audience", "keyword", "format", "language", "length", "source"]
+
+
+def test_register_dimension_rejects_bad_names():
+    with pytest.raises(ValueError):
+        dimensions.register_dimension(lambda *a: None, dimensions.Dimension("a:b", "X-v1"))
+
+
+@pytest.fixture
+def mirror(tmp_path):
+    """A loopback HTTP server serving the fixture as every published dimension."""
+    root = tmp_path / "mirror"
+    for dim in dimensions.BUILTIN_DIMENSIONS:
+        shutil.copytree(LANG, root / "infosearch" / dim.hub_name)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_QuietHandler, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+
+def test_suite_downloads_from_mirror_and_reports_every_dimension(host, mirror, tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_DATA_URL", mirror)
+    monkeypatch.delenv("HARNESS_AUTO_DOWNLOAD", raising=False)
+    set_data_dir(tmp_path / "data")
+    try:
+        res = evaluate("infosearch", retriever="bm25", output=str(tmp_path / "out"), registry=host.registry,
+                       progress=False)
+    finally:
+        set_data_dir(None)
+    assert (tmp_path / "data" / "infosearch" / "Clarity-v1" / "qrels_reversed" / "test.jsonl").is_file()
+    assert list(res.results) == [f"infosearch:{d.name}" for d in dimensions.BUILTIN_DIMENSIONS]
+    # identical data in every dimension: the mean equals each member's figure
+    for key in ("WISE", "SICR", "nDCG@10[og]", "R_ins"):
+        assert res.metrics[key] == pytest.approx(res.results["infosearch:language"].metrics[key])
+    assert (tmp_path / "out" / "infosearch_source" / "run.reversed.trec").is_file()
+    from harness_infosearch.cli import rows_from_results, table1
+
+    text = table1(rows_from_results(json.loads((tmp_path / "out" / "results.json").read_text())))
+    assert "bm25 | infosearch:audience" in text and "bm25 | mean" in text
+
+
+def _installed() -> bool:
+    try:
+        eps = metadata.entry_points(group="harness")
+    except Exception:  # pragma: no cover
+        return False
+    return any(ep.value == "harness_infosearch" for ep in eps)
+
+
+@pytest.mark.skipif(not _installed(), reason="pip install -e plugins/harness-infosearch")
+def test_cli_eval_and_table1_row(tmp_path):
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "harness.cli", "--data-dir", str(FIXTURE)]
+    env_run = partial(subprocess.run, capture_output=True, text=True, timeout=120)
+    res = env_run([*cmd, "eval", "--task", "infosearch:language", "--retriever", "bm25", "-o", str(out), "-q"])
+    assert res.returncode == 0, res.stderr
+    assert "WISE" in res.stdout and "nDCG@10[reversed]" in res.stdout
+    assert {p.name for p in out.glob("run.*.trec")} == {"run.og.trec", "run.changed.trec", "run.reversed.trec"}
+    table = env_run([*cmd, "infosearch", "table", str(out)])
+    assert table.returncode == 0, table.stderr
+    header, _, row = table.stdout.splitlines()
+    assert header.split()[:3] == ["nDCG", "Ori", "nDCG"] and "R_rev" in header
+    assert row.startswith("bm25 | infosearch:language")
+    print(table.stdout)
