@@ -1,0 +1,146 @@
+"""The ``instfol`` judge: an LLM scores (instruction, document) 0-3 for the top ``depth`` of a run.
+
+What is judged (the authors' released code): the query's level text, query + " " + instruction
+(``Query.meta["judge_instruction"]``; for datasets without it, the raw query and ``Query.instruction``),
+against each document of the top ``depth`` (default 20). The same text is used for every mode, so the
+query-only and the instructed rankings are judged against the same instruction.
+
+Requests: the prompt template of the query's subset and level (``prompts.py``), temperature 0,
+top_p 0.7, top_logprobs 10, logprobs optional (a provider without them gives the parsed integer,
+recorded as ``fallback``). Scores: ``geval.py``. A failed judgment (LLM error, unparseable reply,
+dry-run placeholder) has ``score=None`` and is counted in ``stats()``.
+
+Every judgment is an LLM reply, cached by the LLM layer on (provider, model, options, messages); the
+messages hold the template text, the instruction and the document, so the same (prompt version,
+model, query, instruction, document) is sent once: across modes, retrievers and runs. Within one
+call, identical requests are sent once too.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from harness.document import Document
+from harness.judgment import Judgment, Judgments
+from harness.query import Query
+from harness.run import Run
+
+from . import __version__
+from .prompts import TemplateSet
+
+
+def judge_instruction(query: Query) -> str:
+    """The text the judge evaluates against."""
+    text = query.meta.get("judge_instruction")
+    if text:
+        return str(text)
+    raw = str(query.meta.get("query", query.text))
+    return f"{raw} {query.instruction}".strip() if query.instruction else query.text
+
+
+def document_text(doc: Document, max_chars: int | None = None) -> str:
+    text = f"{doc.title} {doc.text}" if doc.title else doc.text
+    return text[:max_chars] if max_chars else text
+
+
+class InstfolJudge:
+    """Options: ``llm`` (default: ``--llm``), ``depth`` (20), ``prompts`` (a folder of replacement
+    templates), ``prompt`` (one template file for every query), ``temperature`` (0), ``top_p`` (0.7;
+    ``null`` sends none), ``top_logprobs`` (10), ``min_prob`` (0.01), ``max_score`` (3), ``max_chars``
+    (none: documents are sent whole, as the released code does), ``max_tokens`` (none)."""
+
+    def __init__(self, llm: str | None = None, depth: int = 20, prompts: str | None = None, prompt: str | None = None,
+                 temperature: float = 0.0, top_p: float | None = 0.7, top_logprobs: int = 10, min_prob: float = 0.01,
+                 max_score: int = 3, max_chars: int | None = None, max_tokens: int | None = None):
+        from harness.llm import get_client
+
+        self.depth, self.top_logprobs, self.min_prob = int(depth), int(top_logprobs), float(min_prob)
+        self.max_score, self.max_chars, self.max_tokens = int(max_score), max_chars, max_tokens
+        self.templates = TemplateSet(prompts, prompt)
+        self.temperature, self.top_p = float(temperature), (None if top_p is None else float(top_p))
+        self.client = get_client(llm, temperature=self.temperature, top_p=self.top_p)
+        self._lock = threading.Lock()
+        self._stats: Counter[str] = Counter()
+
+    def request(self, query: Query, doc: Document) -> tuple[str, dict[str, Any]]:
+        tpl = self.templates.for_meta(query.meta)
+        req: dict[str, Any] = {"messages": tpl.messages(judge_instruction(query), document_text(doc, self.max_chars)),
+                               "logprobs": "optional", "top_logprobs": self.top_logprobs}
+        if self.max_tokens:
+            req["max_tokens"] = int(self.max_tokens)
+        return tpl.name, req
+
+    def judge(self, queries: Mapping[str, Query], run: Run, corpus: Mapping[str, Document]) -> Judgments:
+        from .geval import geval_score
+
+        out = Judgments()
+        st: Counter[str] = Counter()
+        pairs: list[tuple[str, str, str]] = []  # (qid, docid, request key)
+        unique: dict[str, tuple[str, dict[str, Any]]] = {}
+        for qid in run:
+            query = queries.get(qid) or Query(qid, "")
+            for d in run.doc_ids(qid)[: self.depth]:
+                st["pairs"] += 1
+                doc = corpus.get(d)
+                if doc is None:
+                    out.add(Judgment(qid, d, None, {"error": "document not in the corpus"}))
+                    st["failed"] += 1
+                    continue
+                name, req = self.request(query, doc)
+                key = f"{name}\x00{req['messages'][-1]['content']}"
+                unique.setdefault(key, (name, req))
+                pairs.append((qid, d, key))
+        keys = list(unique)
+        replies = dict(zip(keys, self.client.map(unique[k][1] for k in keys)))
+        for qid, d, key in pairs:
+            reply, name = replies[key], unique[key][0]
+            if isinstance(reply, Exception):
+                err = reply.as_dict() if hasattr(reply, "as_dict") else {"message": str(reply)}
+                out.add(Judgment(qid, d, None, {"error": f"LLM call failed: {type(reply).__name__}", "llm_error": err,
+                                                "template": name}))
+                st["errors"] += 1
+                st["failed"] += 1
+                continue
+            scored = geval_score(reply.text, reply.logprobs, max_score=self.max_score, min_prob=self.min_prob)
+            details = {**scored.details, "template": name, "reply": reply.text, "model": reply.model,
+                       "cached": reply.cached}
+            if reply.fallback and "fallback" in details:
+                details["fallback"] = reply.fallback
+            if reply.dry_run:
+                details = {"error": "dry run: nothing was sent", "template": name}
+                scored.score = None
+                st["dry_run"] += 1
+            elif scored.score is None:
+                st["unparseable"] += 1
+            if scored.score is None:
+                st["failed"] += 1
+            elif "fallback" in details:
+                st["fallback"] += 1
+            out.add(Judgment(qid, d, scored.score, details))
+        # counted per reply actually fetched, not per pair
+        for key in keys:
+            r = replies[key]
+            if not isinstance(r, Exception):
+                st["cache_hits" if r.cached else "calls"] += 1
+        with self._lock:
+            self._stats.update(st)
+        return out
+
+    def config(self) -> dict[str, Any]:
+        tpl = self.templates.describe()
+        return {"method": "instfol", "plugin": f"harness-ifir {__version__}", "llm": self.client.describe(),
+                "depth": self.depth, "temperature": self.temperature, "top_p": self.top_p,
+                "top_logprobs": self.top_logprobs, "min_prob": self.min_prob, "max_score": self.max_score,
+                "max_chars": self.max_chars, "prompt_version": tpl["version"], "prompt_sha256": tpl["sha256"],
+                "prompt_sources": tpl["sources"],
+                "score": "G-Eval: digits 0-5 among the score token's top logprobs with p >= min_prob, renormalised; "
+                         "no logprobs -> parsed integer (fallback recorded); unparseable -> failed (None)"}
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            s = self._stats
+            return {k: s[k] for k in ("pairs", "calls", "cache_hits", "errors", "unparseable", "failed", "fallback",
+                                      "dry_run")}

@@ -1,0 +1,126 @@
+"""The ``instfol`` metric (cross-mode), as the authors' released code computes it (``src/llm_eval.py``).
+
+For each query (one instruction at one level): S_q are the judge scores of the top ``cutoff`` of the
+query-only run (mode ``query``), S_inst those of the query+instruction run (mode ``instructed``), both
+judged against the same instruction. A position whose judgment failed (or is missing) in either list
+is dropped from both. Then
+
+    INSTFOL_q = (mean S_inst - mean S_q) / (max - mean S_q)      (max = 3)
+              = 0                          when the means are equal
+              = mean S_inst - mean S_q     when mean S_q >= max
+
+Per level: the mean over that level's queries x 100 (``instfol_L1`` ...). ``instfol`` is the mean of
+the level values (a subset's score; for subsets without levels, the mean over queries). A suite (``ifir``)
+then averages ``instfol`` over subsets. ``pooled=true`` instead pools each level's kept scores and
+computes one ratio per level. Queries with no position left are skipped and counted.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+from harness.components import MetricInput, MetricResult
+from harness.errors import HarnessError
+
+
+def instfol_ratio(mean_inst: float, mean_q: float, max_score: float = 3.0) -> float:
+    if math.isclose(mean_inst, mean_q, rel_tol=0.0, abs_tol=1e-12):
+        return 0.0
+    if mean_q >= max_score:
+        return mean_inst - mean_q
+    return (mean_inst - mean_q) / (max_score - mean_q)
+
+
+def paired_scores(base: list[float | None], target: list[float | None]) -> tuple[list[float], list[float], int]:
+    """Drop every position that failed in either list; returns (S_q, S_inst, positions dropped)."""
+    sq, si, dropped = [], [], 0
+    for i in range(max(len(base), len(target))):
+        a = base[i] if i < len(base) else None
+        b = target[i] if i < len(target) else None
+        if a is None or b is None:
+            dropped += 1
+            continue
+        sq.append(a)
+        si.append(b)
+    return sq, si, dropped
+
+
+class Instfol:
+    """Options: ``cutoff`` (20; ``instfol@10`` sets it), ``pooled`` (false), ``base`` / ``target``
+    (the modes compared: ``query`` / ``instructed``), ``max_score`` (3)."""
+
+    per_mode = False
+
+    def __init__(self, cutoff: int = 20, pooled: bool = False, base: str = "query", target: str = "instructed",
+                 max_score: float = 3.0):
+        self.cutoff, self.pooled, self.base, self.target = int(cutoff), bool(pooled), base, target
+        self.max_score = float(max_score)
+        self.key = "instfol_pooled" if self.pooled else "instfol"
+        self.names = [self.key]
+
+    def compute(self, inp: MetricInput) -> MetricResult:
+        for mode in (self.base, self.target):
+            if mode not in inp.runs:
+                raise HarnessError(f"instfol compares the modes {self.base!r} and {self.target!r}; dataset "
+                                   f"{inp.dataset.name!r} has {sorted(inp.runs)} (set instfol:base=...,target=...)")
+        jb, jt = inp.judgments.get(self.base), inp.judgments.get(self.target)
+        if not jb and not jt:
+            print("[harness] instfol: no judgments (run with --judge instfol); INSTFOL not computed",
+                  file=sys.stderr, flush=True)
+            return MetricResult({})
+        jb, jt = jb or {}, jt or {}
+        rb, rt = inp.runs[self.base], inp.runs[self.target]
+        qmeta = inp.dataset.queries.get(self.target, {})
+
+        def scores(judgments, run, qid):
+            out = []
+            for d in run.doc_ids(qid)[: self.cutoff] if qid in run else []:
+                j = judgments.get((qid, d))
+                out.append(None if j is None else j.score)
+            return out
+
+        groups: dict[Any, list[tuple[str, list[float], list[float]]]] = {}
+        dropped = skipped = 0
+        for qid in rt:
+            sq, si, n = paired_scores(scores(jb, rb, qid), scores(jt, rt, qid))
+            dropped += n
+            if not sq:
+                skipped += 1
+                continue
+            q = qmeta.get(qid)
+            level = q.meta.get("level") if q is not None else None
+            groups.setdefault(level or None, []).append((qid, sq, si))
+
+        per_query: dict[str, dict[str, float]] = {}
+        values: dict[Any, float] = {}
+        for level, items in groups.items():
+            ratios = []
+            for qid, sq, si in items:
+                r = instfol_ratio(sum(si) / len(si), sum(sq) / len(sq), self.max_score)
+                ratios.append(r)
+                per_query[qid] = {"instfol": 100.0 * r}
+            if self.pooled:
+                allq = [s for _, sq, _ in items for s in sq]
+                alli = [s for _, _, si in items for s in si]
+                values[level] = 100.0 * instfol_ratio(sum(alli) / len(alli), sum(allq) / len(allq), self.max_score)
+            else:
+                values[level] = 100.0 * sum(ratios) / len(ratios)
+        agg: dict[str, float] = {}
+        leveled = sorted(lv for lv in values if lv is not None)
+        for lv in leveled:
+            agg[f"{self.key}_L{lv}"] = values[lv]
+        if None in values and leveled:
+            agg[f"{self.key}_L0"] = values[None]
+        agg[self.key] = sum(values.values()) / len(values) if values else float("nan")
+        agg[f"{self.key}_queries"] = float(sum(len(v) for v in groups.values()))
+        agg[f"{self.key}_queries_skipped"] = float(skipped)
+        agg[f"{self.key}_positions_dropped"] = float(dropped)
+        return MetricResult(agg, per_query)
+
+    def config(self) -> dict[str, Any]:
+        return {"metric": "instfol", "cutoff": self.cutoff, "pooled": self.pooled, "base": self.base,
+                "target": self.target, "max_score": self.max_score, "scale": "x100",
+                "aggregation": ("per level: one ratio of pooled means" if self.pooled else
+                                "per level: mean of per-query ratios") + "; instfol = mean over levels"}
