@@ -104,11 +104,16 @@ def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, 
             click.secho("dry run: nothing was sent; the metrics below come from placeholder replies",
                         fg="yellow")
     if hasattr(result, "results"):  # a suite: one row per member task, then the mean
-        names = list(result.metrics)
-        rows = [(t, *(m.get(n, float("nan")) for n in names)) for t, m in result.per_task.items()]
-        rows.append(("mean", *(result.metrics[n] for n in names)))
+        per_task = result.per_task
+        common = [n for n in result.metrics if all(n in m for m in per_task.values())]
+        rows = [(t, *(m[n] for n in common)) for t, m in per_task.items()]
+        rows.append(("mean", *(result.metrics[n] for n in common)))
         click.echo(f"{result.task.name}  ({len(result.results)} tasks)")
-        click.echo(render(rows, ["task", *names]))
+        click.echo(render(rows, ["task", *common]))
+        rest = [(t, n, v) for t, m in per_task.items() for n, v in m.items() if n not in common]
+        if rest:  # keys only some members report (per-label figures, bias tables): long form
+            click.echo()
+            click.echo(render(rest, ["task", "metric", "value"]))
         return
     comps = [result.components["retriever"]["spec"], *(r["spec"] for r in result.components.get("rerankers", []))]
     title = f"{result.task.name}  ({' -> '.join(comps)}; {sum(len(r) for r in result.runs.values())} queries)"
@@ -164,9 +169,15 @@ def data_download_cmd(tasks, base_url) -> None:
     from .api import load_task
     from .download import download_task_files
 
+    def members(name: str) -> list:
+        task = load_task(name)
+        return [task] + [m for sub in task.tasks for m in members(sub)]
+
     for name in tasks:
-        paths = download_task_files(load_task(name), base_url=base_url)
-        click.echo(f"{name}: {len(paths)} file(s) ready")
+        for task in members(name):  # a suite brings its member tasks' files
+            if task.files:
+                paths = download_task_files(task, base_url=base_url)
+                click.echo(f"{task.name}: {len(paths)} file(s) ready")
 
 
 @cli.command("new-plugin")

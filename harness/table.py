@@ -16,9 +16,10 @@ def render(rows: Sequence[Sequence[object]], header: Sequence[str], digits: int 
     cells = [[fmt(c, digits) for c in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
     line = "  ".join("-" * w for w in widths)
-    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths)), line]
-    for r in cells:
-        out.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(), line]
+    for raw, r in zip(rows, cells):  # numbers right-aligned, text left-aligned
+        out.append("  ".join(c.rjust(w) if isinstance(v, (int, float)) else c.ljust(w)
+                             for v, c, w in zip(raw, r, widths)).rstrip())
     return "\n".join(out)
 
 

@@ -379,3 +379,19 @@ def test_real_trec_qrels(data_dir: Path) -> None:
     sci = trec.read_qrels(data_dir / "scifact" / "qrels.beir-v1.0.0-scifact.test.txt")
     assert sci.n_judgments() == 339
     assert len(topics.read_topics(data_dir / "scifact" / "topics.beir-v1.0.0-scifact.test.tsv.gz")) == 300
+
+
+def test_beir_qrels_as_hub_jsonl(tmp_path: Path) -> None:
+    """Hub releases ship qrels as JSONL records (qrels/test.jsonl); errors name file and line."""
+    from harness.io.beir import read_beir
+
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "d1", "title": "", "text": "a"}\n')
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "x"}\n')
+    (tmp_path / "qrels" / "test.jsonl").write_text('{"query-id": "q1", "corpus-id": "d1", "score": 2}\n')
+    data = read_beir(tmp_path)
+    assert dict(data.qrels) == {"q1": {"d1": 2}}
+    (tmp_path / "qrels" / "test.jsonl").write_text('{"query-id": "q1", "corpus-id": "d1", "score": 2}\n'
+                                                   '{"query-id": "q1", "corpus-id": "d2", "score": "hi"}\n')
+    with pytest.raises(DataError, match=r"test.jsonl, line 2: 'score' must be a number"):
+        read_beir(tmp_path)

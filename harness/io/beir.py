@@ -203,23 +203,30 @@ def read_qrels_tsv(path: str | os.PathLike[str]) -> Qrels:
     return qrels
 
 
-def read_qrels_parquet(path: str | os.PathLike[str]) -> Qrels:
-    """A Parquet export of BEIR qrels (columns ``query-id``, ``corpus-id``, ``score``)."""
+def read_qrels_records(path: str | os.PathLike[str]) -> Qrels:
+    """BEIR qrels as records (``query-id``, ``corpus-id``, ``score``): a Parquet export, or the JSONL
+    form the Hugging Face hub releases use (``qrels/test.jsonl``)."""
     qrels = Qrels()
-    for row, rec in iter_parquet(path):
-        qid = as_id(rec.get("query-id"), "'query-id'", path, row, "row")
-        docid = as_id(rec.get("corpus-id"), "'corpus-id'", path, row, "row")
+    records, unit = _records(Path(path))
+    for row, rec in records:
+        qid = as_id(rec.get("query-id"), "'query-id'", path, row, unit)
+        docid = as_id(rec.get("corpus-id"), "'corpus-id'", path, row, unit)
         score = rec.get("score")
         if isinstance(score, bool) or not isinstance(score, (int, float)):
-            raise DataError(f"row {row}: 'score' must be a number, got {score!r}", path)
+            raise _fail(f"'score' must be a number, got {score!r}", path, row, unit)
         qrels.add(qid, docid, score)
     return qrels
 
 
+read_qrels_parquet = read_qrels_records
+
+
 def read_qrels(path: str | os.PathLike[str]) -> Qrels:
-    """BEIR qrels from TSV (or TREC 4-field lines) or Parquet."""
+    """BEIR qrels from TSV (or TREC 4-field lines), JSONL records or Parquet."""
     p = Path(path)
-    return read_qrels_parquet(p) if _is_parquet(p) else read_qrels_tsv(p)
+    if _is_parquet(p) or p.name.endswith((".jsonl", ".jsonl.gz")):
+        return read_qrels_records(p)
+    return read_qrels_tsv(p)
 
 
 def find_table(folder: Path, stem: str) -> Path:
