@@ -73,7 +73,10 @@ class OpenAIProvider(BaseProvider):
         client = self.client()
         body = self.request_body(messages, options)
         try:
-            resp = client.chat.completions.create(**body, extra_body=dict(options.extra) or None)
+            # the body is already plain JSON: posting it skips the SDK's per-request type transform,
+            # which cost ~11 ms of CPU for a 44-message RankGPT window (4x the rest of the call)
+            resp = client.post("/chat/completions", body={**body, **dict(options.extra)},
+                               cast_to=self._completion_type())
         except Exception as exc:
             mapped = map_sdk_error(exc, self._sdk, self)
             if mapped is None:
@@ -83,6 +86,12 @@ class OpenAIProvider(BaseProvider):
             return self._parse(resp, options)
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
             raise self.error(MalformedReply, f"unexpected reply shape ({type(exc).__name__}: {exc})") from exc
+
+    @staticmethod
+    def _completion_type() -> Any:
+        from openai.types.chat import ChatCompletion
+
+        return ChatCompletion
 
     def _parse(self, resp: Any, options: ChatOptions) -> Reply:
         if isinstance(resp, str | bytes) or not resp.choices:
