@@ -103,6 +103,9 @@ def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, 
         if llm_settings.dry_run:
             click.secho("dry run: nothing was sent; the metrics below come from placeholder replies",
                         fg="yellow")
+    if result.task.table or (hasattr(result, "results") and _member_table(result)):
+        click.echo(_summary_table(result))
+        click.echo()
     if hasattr(result, "results"):  # a suite: one row per member task, then the mean
         per_task = result.per_task
         common = [n for n in result.metrics if all(n in m for m in per_task.values())]
@@ -118,6 +121,32 @@ def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, 
     comps = [result.components["retriever"]["spec"], *(r["spec"] for r in result.components.get("rerankers", []))]
     title = f"{result.task.name}  ({' -> '.join(comps)}; {sum(len(r) for r in result.runs.values())} queries)"
     click.echo(metrics_table(result.metrics, title))
+
+
+def _member_table(result) -> list:
+    return next((r.task.table for r in result.results.values() if r.task.table), [])
+
+
+def _summary_table(result) -> str:
+    """The task's summary row(s) as its paper prints them (``Task.table``); a suite gets a row per
+    member and the mean."""
+    from .table import render
+
+    columns = result.task.table or _member_table(result)
+    comps = getattr(result, "components", None) or next(iter(result.results.values())).components
+    system = " -> ".join([comps["retriever"]["spec"], *(r["spec"] for r in comps.get("rerankers", []))])
+    if hasattr(result, "results"):
+        rows = [(f"{system} | {name}", metrics) for name, metrics in result.per_task.items()]
+        rows.append((f"{system} | mean", result.metrics))
+    else:
+        rows = [(f"{system} | {result.task.name}", result.metrics)]
+
+    def cell(metrics, key, scale):
+        value = metrics.get(key)
+        return "-" if value is None else round(float(value) * float(scale), 1)
+
+    body = [(label, *(cell(m, key, scale) for _, key, scale in columns)) for label, m in rows]
+    return render(body, ["", *(header for header, _, _ in columns)], digits=1)
 
 
 @cli.command("score")

@@ -39,6 +39,9 @@ class Task:
     files: list[DataFile] = field(default_factory=list)
     source: str = ""  # where the definition came from
     tasks: list[str] = field(default_factory=list)  # a suite's member tasks
+    # the summary row `harness eval` prints, as the benchmark's paper lays it out:
+    # [column header, metric key, scale], e.g. ["WISE", "WISE", 100]
+    table: list[tuple[str, str, float]] = field(default_factory=list)
 
     @property
     def is_suite(self) -> bool:
@@ -66,6 +69,7 @@ class Task:
             "query_format": self.query_format,
             "source": self.source,
             **({"tasks": self.tasks} if self.tasks else {}),
+            **({"table": [list(c) for c in self.table]} if self.table else {}),
         }
 
 

@@ -174,3 +174,15 @@ def test_suite_runs_members_and_averages(tmp_path):
     assert (tmp_path / "demo-top3" / "run.trec").exists() and (tmp_path / "demo-mrr" / "results.json").exists()
     with pytest.raises(DataError, match="neither a dataset nor member tasks"):
         Task(name="nothing")
+
+
+def test_task_table_prints_the_papers_row():
+    from harness.cli import _summary_table
+
+    task = Task(name="demo", dataset="demo", first_stage="retrieve", metrics=["nDCG@10", "MRR@10"],
+                table=[("nDCG", "nDCG@10", 100), ("MRR", "MRR@10", 100), ("absent", "WISE", 100)])
+    res = evaluate(task, progress=False)
+    lines = _summary_table(res).splitlines()
+    assert lines[0].split() == ["nDCG", "MRR", "absent"]
+    assert lines[2].split() == ["bm25", "|", "demo", f"{res.metrics['nDCG@10'] * 100:.1f}",
+                                f"{res.metrics['MRR@10'] * 100:.1f}", "-"]

@@ -87,9 +87,12 @@ class Dimension:
 
         files = [] if has_tables(locate(self.folder)) else self.hub_files()
         cond = f" ({', '.join(self.conditions)})" if self.conditions else ""
+        from .cli import TABLE1
+
         return Task(
             name=self.task_name,
             dataset="infosearch",
+            table=[tuple(c) for c in TABLE1],
             description=self.description or f"InfoSearch {self.name}{cond}: og / changed / reversed",
             dataset_args={"path": self.folder, "name": self.task_name},
             metrics=list(self.metrics),
@@ -144,8 +147,11 @@ def registered_dimensions() -> list[Dimension]:
 def suite_task() -> Task:
     """The ``infosearch`` suite over every dimension registered when it is created."""
     dims = registered_dimensions()
+    from .cli import TABLE1
+
     return Task(
         name="infosearch",
+        table=[tuple(c) for c in TABLE1],
         description=f"InfoSearch: {len(dims)} dimensions in three modes; per-dimension and mean figures",
         tasks=[d.task_name for d in dims],
     )
