@@ -177,6 +177,16 @@ def score_cmd(qrels, run_file, metrics, per_query, as_json) -> None:
 cli.add_command(cache_group)
 
 
+def _add_compare_commands() -> None:
+    from .compare_cli import compare_cmd, report_cmd  # their heavy imports happen when they run
+
+    cli.add_command(compare_cmd)
+    cli.add_command(report_cmd)
+
+
+_add_compare_commands()
+
+
 @cli.group("data")
 def data_group() -> None:
     """Benchmark files: where they are, and fetching them."""

@@ -1,0 +1,217 @@
+"""``harness report``: one self-contained static HTML file (no network, no CDN): the results' data
+embedded as JSON, SVG charts written by the autoescaped templates in ``templates/``."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import HarnessError
+from . import svg
+from .analysis import CompareResult, compare
+from .runs import System, common_metrics, common_tasks
+
+LEVEL = re.compile(r"-L(\d+)$")
+MAX_BAR_METRICS = 6
+WORST = 5
+RANKING_DEPTH = 10
+LOWER_IS_BETTER = {"R_ori", "R_ins", "R_rev", "gold-rank"}  # ranks: bold marks the lowest
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def _env():
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("harness.compare", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True)
+    env.filters["num"] = lambda v, d=4: "–" if v is None else f"{v:.{d}f}"
+    env.filters["pval"] = lambda v: "–" if v is None else ("<0.0001" if v < 1e-4 else f"{v:.4f}")
+    return env
+
+
+def _script_json(data: Any) -> str:
+    """JSON safe inside <script type="application/json">: no '<', '>' or '&' left verbatim."""
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, default=str)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_clean(x) for x in v]
+    return v
+
+
+def _metric_table(systems: list[System], task: str, res: CompareResult | None) -> dict[str, Any]:
+    names: list[str] = []
+    for s in systems:
+        names += [m for m in s.tasks[task].metrics if m not in names]
+    rows = []
+    for m in names:
+        mc = res.lookup(task, m) if res else None
+        comps = {c.system: c for c in mc.comparisons} if mc else {}
+        cells = []
+        for s in systems:
+            v = _num(s.tasks[task].metrics.get(m))
+            c = comps.get(s.name)
+            mark = ""
+            if c is not None and c.significant:
+                mark = "▲" if c.diff > 0 else "▼"
+            cells.append({"value": v, "mark": mark, "p": None if c is None else _num(c.p_randomization_holm),
+                          "diff": None if c is None else _num(c.diff)})
+        pick = min if m in LOWER_IS_BETTER else max
+        best = pick((c["value"] for c in cells if c["value"] is not None), default=None)
+        for c in cells:
+            c["best"] = best is not None and c["value"] == best and len(cells) > 1
+        rows.append({"metric": m, "cells": cells, "tested": mc is not None,
+                     "n": None if mc is None else mc.n_queries})
+    return {"task": task, "rows": rows}
+
+
+def _level_bars(systems: list[System], task: str, metrics: list[str]) -> list[dict[str, Any]]:
+    qids = systems[0].tasks[task].per_query
+    levels = sorted({int(m.group(1)) for q in qids if (m := LEVEL.search(q))})
+    if len(levels) < 2:
+        return []
+    charts = []
+    for metric in metrics[:MAX_BAR_METRICS]:
+        series = []
+        for s in systems:
+            vals = []
+            for lv in levels:
+                xs = [row[metric] for q, row in s.tasks[task].per_query.items()
+                      if (m := LEVEL.search(q)) and int(m.group(1)) == lv and row.get(metric) is not None]
+                vals.append(sum(xs) / len(xs) if xs else None)
+            series.append((s.name, vals))
+        charts.append({"title": f"{task}: {metric} per instruction level", "metric": metric, "kind": "level",
+                       "chart": svg.bars([f"L{lv}" for lv in levels], series)})
+    return charts
+
+
+def _read_rankings(path: Path, qids: set[str], depth: int) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {q: [] for q in qids}
+    if not path.exists():
+        return out
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            parts = line.split()
+            if len(parts) >= 5 and parts[0] in out:
+                out[parts[0]].append({"doc": parts[2], "rank": int(parts[3]), "score": _num(float(parts[4]))})
+    for q in out:
+        out[q] = sorted(out[q], key=lambda r: r["rank"])[:depth]
+    return out
+
+
+def _worst(systems: list[System], task: str, metric: str | None) -> list[dict[str, Any]]:
+    if metric is None:
+        return []
+    out = []
+    for s in systems:
+        tr = s.tasks[task]
+        scored = [(row[metric], q) for q, row in tr.per_query.items() if row.get(metric) is not None]
+        worst = sorted(scored)[:WORST]
+        qids = {q for _, q in worst}
+        runs = {mode: _read_rankings(path, qids, RANKING_DEPTH) for mode, path in tr.run_files().items()}
+        out.append({"system": s.name, "metric": metric, "queries": [
+            {"query_id": q, "value": v, "others": {o.name: _num(o.tasks[task].per_query.get(q, {}).get(metric))
+                                                   for o in systems if o is not s},
+             "rankings": [{"mode": mode, "docs": r.get(q, [])} for mode, r in runs.items()]}
+            for v, q in worst]})
+    return out
+
+
+def _usage(s: System) -> dict[str, Any]:
+    keys = ("calls", "cache_hits", "input_tokens", "output_tokens", "cost_usd")
+    tot: dict[str, Any] = {k: 0 for k in keys}
+    seconds = 0.0
+    any_llm = False
+    for tr in s.tasks.values():
+        u = (tr.results.get("usage") or {}).get("total") or {}
+        if u:
+            any_llm = True
+        for k in keys:
+            v = _num(u.get(k))
+            if v is not None:
+                tot[k] += v
+        seconds += _num((tr.results.get("timings") or {}).get("total")) or 0.0
+    comp_stats = {}
+    for key, c in (s.results.get("components") or {}).items():
+        for item in c if isinstance(c, list) else [c]:
+            if isinstance(item, dict) and isinstance(item.get("stats"), dict):
+                comp_stats[f"{key}:{item.get('spec', item.get('name', ''))}"] = item["stats"]
+    return {"system": s.name, "llm": any_llm, **tot, "seconds": seconds, "component_stats": comp_stats}
+
+
+def build_report(systems: list[System], *, baseline: str | None = None, permutations: int = 10_000, seed: int = 0,
+                 alpha: float = 0.05, fill: str = "error", title: str = "harness report") -> str:
+    """The report as one HTML string."""
+    if not systems:
+        raise HarnessError("report needs at least one results folder")
+    names = [s.name for s in systems]
+    if baseline and baseline not in names:
+        raise HarnessError(f"baseline {baseline!r} is not one of the systems: {', '.join(names)}")
+    base = baseline or names[0]
+    systems = [systems[names.index(base)]] + [s for s in systems if s.name != base]
+    tasks = common_tasks(systems)
+    if not tasks:
+        raise HarnessError("the results share no task")
+    res = None
+    if len(systems) > 1:
+        res = compare(systems, baseline=base, permutations=permutations, seed=seed, alpha=alpha, fill=fill,
+                      tukey=False)
+    sections = []
+    for task in tasks:
+        metrics = common_metrics(systems, task)
+        sections.append({"task": task, "table": _metric_table(systems, task, res),
+                         "levels": _level_bars(systems, task, metrics),
+                         "worst": _worst(systems, task, metrics[0] if metrics else None)})
+    suite = None
+    if len(tasks) > 1:
+        shared = [m for m in systems[0].tasks[tasks[0]].metrics
+                  if all(_num(s.tasks[t].metrics.get(m)) is not None for s in systems for t in tasks)]
+        radars = []
+        if len(tasks) >= 3:
+            for m in shared:
+                series = [(s.name, [_num(s.tasks[t].metrics.get(m)) for t in tasks]) for s in systems]
+                radars.append({"metric": m, "chart": svg.radar(tasks, series)})
+        bar_charts = []
+        for m in shared[:MAX_BAR_METRICS]:
+            series = [(s.name, [_num(s.tasks[t].metrics.get(m)) for t in tasks]) for s in systems]
+            chart = svg.bars(svg.short_labels(tasks), series)
+            bar_charts.append({"title": f"{m} per task", "metric": m, "kind": "task", "chart": chart})
+        means = [{"metric": m, "values": [_num(s.results.get("metrics", {}).get(m)) if s.suite else None
+                                           for s in systems]} for m in shared]
+        suite = {"tasks": tasks, "radars": radars, "bars": bar_charts, "means": means,
+                 "has_means": any(s.suite for s in systems)}
+    data = {
+        "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "baseline": base,
+        "systems": [{"name": s.name, "path": str(s.path), "components": s.label, "suite": s.suite,
+                     "color": svg.color(i)} for i, s in enumerate(systems)],
+        "metrics": {s.name: {t: s.tasks[t].metrics for t in tasks} for s in systems},
+        "comparison": None if res is None else res.as_dict(),
+        "usage": [_usage(s) for s in systems],
+    }
+    data = _clean(data)
+    html = _env().get_template("report.html.j2").render(
+        title=title, data=data, data_json=_script_json(data), sections=sections, suite=suite,
+        settings=None if res is None else res.settings, alpha=alpha)
+    return html
+
+
+def write_report(systems: list[System], output: str | Path, **kwargs: Any) -> Path:
+    out = Path(output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(build_report(systems, **kwargs), encoding="utf-8")
+    return out

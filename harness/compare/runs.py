@@ -1,0 +1,234 @@
+"""Loading results folders and aligning their per-query values.
+
+A results folder holds ``results.json`` and ``per_query.jsonl`` (one evaluation), or is a suite's
+folder whose ``results.json`` lists member ``tasks`` with their own folders. A :class:`System` is
+one folder; its :attr:`System.tasks` maps each task name to that task's :class:`TaskResult`
+(one entry for a plain result, one per member for a suite)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import HarnessError
+
+FILL_POLICIES = ("error", "zero", "drop")
+
+
+@dataclass
+class TaskResult:
+    task: str
+    path: Path
+    results: dict[str, Any]
+    per_query: dict[str, dict[str, float | None]]
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        return self.results.get("metrics", {})
+
+    def run_files(self) -> dict[str, Path]:
+        """mode -> run file path (from ``results.json["files"]``)."""
+        out: dict[str, Path] = {}
+        for key, name in (self.results.get("files") or {}).items():
+            if key.startswith("run[") and key.endswith("]"):
+                out[key[4:-1]] = self.path / name
+        return out
+
+
+@dataclass
+class System:
+    name: str
+    path: Path
+    results: dict[str, Any]
+    tasks: dict[str, TaskResult] = field(default_factory=dict)
+    suite: str | None = None
+
+    @property
+    def label(self) -> str:
+        """A short description of the components (retriever + rerankers + judge)."""
+        comps = self.results.get("components") or {}
+        parts = []
+        for key in ("retriever", "rerankers", "reranker", "judge"):
+            c = comps.get(key)
+            items = c if isinstance(c, list) else [c]
+            for item in items:
+                if isinstance(item, dict) and item.get("spec"):
+                    parts.append(str(item["spec"]))
+        return " > ".join(parts)
+
+
+def _read_per_query(path: Path) -> dict[str, dict[str, float | None]]:
+    rows: dict[str, dict[str, float | None]] = {}
+    if not path.exists():
+        return rows
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise HarnessError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
+            qid = str(row.pop("query_id"))
+            rows[qid] = {k: (float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None)
+                         for k, v in row.items()}
+    return rows
+
+
+def _task_result(folder: Path, results: dict[str, Any]) -> TaskResult:
+    files = results.get("files") or {}
+    per_query = _read_per_query(folder / files.get("per_query", "per_query.jsonl"))
+    name = (results.get("task") or {}).get("name") or folder.name
+    return TaskResult(name, folder, results, per_query)
+
+
+def load_system(path: str | Path, name: str | None = None) -> System:
+    """Read one results folder (or its ``results.json``)."""
+    p = Path(path)
+    folder = p.parent if p.is_file() else p
+    rj = folder / "results.json"
+    if not rj.exists():
+        raise HarnessError(f"{path}: no results.json (give a folder written by `harness eval -o`)")
+    try:
+        results = json.loads(rj.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise HarnessError(f"{rj}: not JSON ({exc.msg})") from None
+    system = System(name or folder.resolve().name, folder, results)
+    if "tasks" in results:
+        system.suite = (results.get("task") or {}).get("name")
+        for task, entry in results["tasks"].items():
+            sub = folder / (entry.get("results") or f"{task.replace(':', '_')}/results.json")
+            if not sub.exists():
+                raise HarnessError(f"{folder}: suite member {task!r} has no {sub.relative_to(folder)}")
+            sub_results = json.loads(sub.read_text(encoding="utf-8"))
+            system.tasks[task] = _task_result(sub.parent, sub_results)
+    else:
+        tr = _task_result(folder, results)
+        system.tasks[tr.task] = tr
+    return system
+
+
+def parse_system_arg(arg: str) -> tuple[str | None, str]:
+    """``NAME=DIR`` names a system; a plain ``DIR`` is named after its folder."""
+    if "=" in arg and not Path(arg).exists():
+        name, _, path = arg.partition("=")
+        if name and path:
+            return name, path
+    return None, arg
+
+
+def load_systems(args: list[str], names: list[str] | None = None) -> list[System]:
+    systems = []
+    for i, arg in enumerate(args):
+        name, path = parse_system_arg(arg)
+        if names and i < len(names):
+            name = names[i]
+        systems.append(load_system(path, name))
+    seen: dict[str, int] = {}
+    for s in systems:  # make names unique: bm25, bm25 -> bm25, bm25#2
+        seen[s.name] = seen.get(s.name, 0) + 1
+        if seen[s.name] > 1:
+            s.name = f"{s.name}#{seen[s.name]}"
+    return systems
+
+
+def common_tasks(systems: list[System]) -> list[str]:
+    """Tasks every system reports, in the first system's order."""
+    return [t for t in systems[0].tasks if all(t in s.tasks for s in systems[1:])]
+
+
+def common_metrics(systems: list[System], task: str) -> list[str]:
+    """Metrics with per-query values in every system's results for ``task``, in first-seen order."""
+    order: list[str] = []
+    sets = []
+    for s in systems:
+        keys: set[str] = set()
+        for row in s.tasks[task].per_query.values():
+            for k, v in row.items():
+                if v is not None:
+                    keys.add(k)
+                    if k not in order:
+                        order.append(k)
+        sets.append(keys)
+    shared = set.intersection(*sets) if sets else set()
+    return [k for k in order if k in shared]
+
+
+@dataclass
+class Aligned:
+    """Per-query values of one metric on one task, one column per system."""
+
+    task: str
+    metric: str
+    systems: list[str]
+    query_ids: list[str]
+    values: list[list[float]]  # values[q][s]
+    fill: str
+    filled: dict[str, int]  # system -> number of queries filled (policy "zero")
+    dropped: list[str]  # queries dropped (policy "drop", or undefined for every system)
+
+    def column(self, i: int) -> list[float]:
+        return [row[i] for row in self.values]
+
+    def note(self) -> str:
+        parts = []
+        if self.fill == "zero" and any(self.filled.values()):
+            parts.append("missing values filled with 0: " + ", ".join(f"{s} {n}" for s, n in self.filled.items() if n))
+        if self.dropped:
+            parts.append(f"{len(self.dropped)} queries dropped")
+        return "; ".join(parts)
+
+
+def align(systems: list[System], task: str, metric: str, fill: str = "error") -> Aligned:
+    """Line the systems' per-query ``metric`` values up by query id.
+
+    A query whose value is missing (absent from per_query.jsonl, or null) for some systems but not
+    all is an error under ``fill="error"``; ``"zero"`` counts it as 0 for those systems, ``"drop"``
+    leaves the query out. A query undefined for every system (e.g. not a scored query of a
+    cross-mode metric) is left out and listed in ``dropped``."""
+    if fill not in FILL_POLICIES:
+        raise HarnessError(f"unknown fill policy {fill!r}: choose one of {', '.join(FILL_POLICIES)}")
+    tables = [s.tasks[task].per_query for s in systems]
+    qids: list[str] = []
+    seen: set[str] = set()
+    for t in tables:
+        for q in t:
+            if q not in seen:
+                seen.add(q)
+                qids.append(q)
+
+    def value(t: dict[str, dict[str, float | None]], q: str) -> float | None:
+        v = t.get(q, {}).get(metric)
+        return None if v is None or not math.isfinite(v) else v
+
+    rows, kept, dropped = [], [], []
+    filled = {s.name: 0 for s in systems}
+    missing: dict[str, list[str]] = {s.name: [] for s in systems}
+    for q in qids:
+        vals = [value(t, q) for t in tables]
+        if all(v is None for v in vals):
+            dropped.append(q)
+            continue
+        if any(v is None for v in vals):
+            for s, v in zip(systems, vals):
+                if v is None:
+                    missing[s.name].append(q)
+            if fill == "drop":
+                dropped.append(q)
+                continue
+            if fill == "zero":
+                for s, v in zip(systems, vals):
+                    if v is None:
+                        filled[s.name] += 1
+                vals = [0.0 if v is None else v for v in vals]
+        rows.append(vals)
+        kept.append(q)
+    if fill == "error" and any(missing.values()):
+        detail = "; ".join(f"{name} lacks {len(qs)} ({', '.join(qs[:3])}{', ...' if len(qs) > 3 else ''})"
+                           for name, qs in missing.items() if qs)
+        raise HarnessError(f"{task} / {metric}: queries missing from some runs: {detail}. "
+                           "Choose how to handle them with --fill zero (count as 0) or --fill drop (leave out)")
+    return Aligned(task, metric, [s.name for s in systems], kept, rows, fill, filled, dropped)

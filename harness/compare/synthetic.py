@@ -1,0 +1,107 @@
+"""Small synthetic results folders in the format ``harness eval -o`` writes (for tests, benchmarks
+and trying ``harness compare``/``harness report`` without running anything)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+
+def write_results_folder(folder: str | Path, task: str, per_query: Mapping[str, Mapping[str, float | None]], *,
+                         retriever: str = "synthetic", modes: tuple[str, ...] = ("default",),
+                         usage: dict[str, Any] | None = None, rankings: int = 5) -> Path:
+    """One evaluation's folder: results.json (metrics = means of the per-query values),
+    per_query.jsonl and a TREC run file per mode (``rankings`` made-up documents per query)."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    names: list[str] = []
+    for row in per_query.values():
+        names += [k for k in row if k not in names]
+    metrics = {}
+    for n in names:
+        vals = [row[n] for row in per_query.values() if row.get(n) is not None]
+        metrics[n] = sum(vals) / len(vals) if vals else None
+    files = {}
+    for mode in modes:
+        fname = "run.trec" if len(modes) == 1 else f"run.{mode}.trec"
+        with open(out / fname, "w", encoding="utf-8") as fh:
+            for q in per_query:
+                for r in range(1, rankings + 1):
+                    fh.write(f"{q} Q0 {q}-{mode}-d{r} {r} {1.0 / r:.6f} {retriever}\n")
+        files[f"run[{mode}]"] = fname
+    with open(out / "per_query.jsonl", "w", encoding="utf-8") as fh:
+        for q, row in per_query.items():
+            fh.write(json.dumps({"query_id": q, **row}) + "\n")
+    files["per_query"] = "per_query.jsonl"
+    results = {"harness_version": "synthetic", "task": {"name": task, "metrics": names},
+               "components": {"retriever": {"spec": retriever, "name": retriever}},
+               "dataset": {"name": task, "modes": list(modes), "n_queries": {m: len(per_query) for m in modes}},
+               "metrics": metrics, "timings": {"total": 1.0}, "usage": usage or {}, "files": files}
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+def write_suite_folder(folder: str | Path, suite: str, members: Mapping[str, Mapping[str, Mapping[str, float | None]]],
+                       **kwargs: Any) -> Path:
+    """A suite's folder: member folders ``<member with ':' as '_'>/`` and the suite's results.json."""
+    out = Path(folder)
+    tasks = {}
+    member_metrics = []
+    for task, per_query in members.items():
+        sub = out / task.replace(":", "_")
+        write_results_folder(sub, task, per_query, **kwargs)
+        m = json.loads((sub / "results.json").read_text())["metrics"]
+        member_metrics.append(m)
+        tasks[task] = {"metrics": m, "results": f"{task.replace(':', '_')}/results.json"}
+    names: list[str] = []
+    for m in member_metrics:
+        names += [k for k in m if k not in names]
+    means = {}
+    for n in names:
+        vals = [m[n] for m in member_metrics if m.get(n) is not None]
+        means[n] = sum(vals) / len(vals) if vals else None
+    results = {"harness_version": "synthetic", "task": {"name": suite, "tasks": list(members)},
+               "components": {"retriever": {"spec": kwargs.get("retriever", "synthetic")}},
+               "tasks": tasks, "metrics": means, "aggregation": "unweighted mean over member tasks"}
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+INFOSEARCH_DIMS = ["audience", "keyword", "format", "language", "length", "source"]
+DEMO_SYSTEMS = ["bm25", "dense", "rankgpt"]
+
+
+def infosearch_like(root: str | Path, n_queries: int = 30, seed: int = 0) -> list[str]:
+    """Three systems x six InfoSearch-style dimensions (suites), WISE and p-MRR going negative,
+    LLM usage for the 2nd and 3rd system. Returns the three suite folders."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    folders = []
+    for k, system in enumerate(DEMO_SYSTEMS):
+        members = {}
+        for d in INFOSEARCH_DIMS:
+            members[f"infosearch:{d}"] = {
+                f"{d}-q{i}": {"nDCG@10[og]": float(rng.uniform(0.2 + 0.2 * k, 0.6 + 0.2 * k)),
+                              "WISE": float(rng.uniform(-0.6 + 0.3 * k, 0.2 + 0.3 * k)),
+                              "p-MRR": float(rng.uniform(-0.5, 0.4))}
+                for i in range(n_queries)}
+        usage = {"total": {"calls": 10 * k, "cache_hits": 3 * k, "input_tokens": 1000 * k, "output_tokens": 50 * k,
+                           "cost_usd": 0.01 * k}}
+        folders.append(str(write_suite_folder(Path(root) / system, "infosearch", members, retriever=system,
+                                              modes=("og", "changed", "reversed"), usage=usage)))
+    return folders
+
+
+def ifir_like(root: str | Path, seed: int = 1) -> list[str]:
+    """Two systems on one IFIR-style task whose query ids carry instruction levels ``-L1..-L3``."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    folders = []
+    for k, system in enumerate(["bm25", "e5"]):
+        pq = {f"q{i}-L{lv}": {"nDCG@20": float(rng.uniform(0, 0.5 + 0.1 * k))} for i in range(8) for lv in (1, 2, 3)}
+        folders.append(str(write_results_folder(Path(root) / system, "ifir:fiqa", pq, retriever=system)))
+    return folders
