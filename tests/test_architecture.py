@@ -46,6 +46,8 @@ RULES = [
      _files("io/*.py", "datasets.py", "data.py", "download.py"), ("harness.retrievers", "harness.llm")),
     ("the LLM layer never imports the pipeline, API or CLI", _files("llm/**/*.py"),
      ("harness.pipeline", "harness.api", "harness.cli")),
+    ("compare reads results only", _files("compare/*.py"),
+     ("harness.pipeline", "harness.retrievers", "harness.llm", "harness.api")),
 ]
 
 
