@@ -95,11 +95,17 @@ def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, 
             "tasks": result.per_task, "mean": result.metrics}
         click.echo(json.dumps(payload, indent=2))
         return
-    usage = getattr(result, "usage", None) or any(r.usage for r in getattr(result, "results", {}).values())
-    if usage:
-        from .llm import session_usage
+    if result.usage:
+        if hasattr(result, "results"):  # a suite: the members' usage added up
+            t = result.usage["total"]
+            click.echo(f"LLM usage over {result.usage['members']} tasks: {t.get('calls', 0)} calls, "
+                       f"{t.get('cache_hits', 0)} cache hits, {t.get('input_tokens', 0)} input and "
+                       f"{t.get('output_tokens', 0)} output tokens, ${t.get('cost_usd', 0):.2f}"
+                       + (" (estimated)" if result.usage["dry_run"] else ""), err=quiet)
+        else:
+            from .llm import session_usage
 
-        click.echo(session_usage().table(), err=quiet)
+            click.echo(session_usage().table(), err=quiet)
         if llm_settings.dry_run:
             click.secho("dry run: nothing was sent; the metrics below come from placeholder replies",
                         fg="yellow")

@@ -277,6 +277,7 @@ class SuiteResult:
     results: dict[str, EvalResult]
     metrics: dict[str, float]
     command: list[str] | None = None
+    usage: dict[str, Any] = field(default_factory=dict)  # LLM usage summed over the members
 
     @property
     def per_task(self) -> dict[str, dict[str, float]]:
@@ -298,7 +299,30 @@ class SuiteResult:
                              "dataset": r.to_dict()["dataset"]} for name, r in self.results.items()},
             "metrics": self.metrics,
             "aggregation": "unweighted mean over member tasks",
+            "usage": self.usage,
         }
+
+
+def sum_usage(usages: list[dict[str, Any]]) -> dict[str, Any]:
+    """Members' LLM usage added up: totals and per-model counts (calls, cache hits, tokens, cost)."""
+    usages = [u for u in usages if u]
+    if not usages:
+        return {}
+
+    def add(into: dict[str, Any], part: dict[str, Any]) -> None:
+        for key, value in part.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            into[key] = into.get(key, 0) + value
+
+    total: dict[str, Any] = {}
+    models: dict[str, dict[str, Any]] = {}
+    for u in usages:
+        add(total, u.get("total", {}))
+        for name, m in u.get("models", {}).items():
+            add(models.setdefault(name, {}), m)
+    return {"dry_run": any(u.get("dry_run") for u in usages), "estimated": any(u.get("estimated") for u in usages),
+            "total": total, "models": models, "members": len(usages)}
 
 
 def evaluate_suite(suite: Task, *, output: str | None = None, progress: bool = True, **kwargs: Any) -> SuiteResult:
@@ -316,7 +340,8 @@ def evaluate_suite(suite: Task, *, output: str | None = None, progress: bool = T
     for n in names:
         vals = [r.metrics[n] for r in results.values() if n in r.metrics and r.metrics[n] == r.metrics[n]]
         means[n] = sum(vals) / len(vals) if vals else float("nan")
-    result = SuiteResult(suite, results, means, command=kwargs.get("command"))
+    result = SuiteResult(suite, results, means, command=kwargs.get("command"),
+                         usage=sum_usage([r.usage for r in results.values()]))
     if output:
         from .results import write_suite_results
 

@@ -89,3 +89,36 @@ def test_missing_key_fails_before_any_data_is_read(registry, tmp_path, monkeypat
             evaluate("trec-dl19", rerankers=["yes-no:llm=openai:gpt-4o-mini"], registry=registry, progress=False)
     finally:
         hdata.set_data_dir(None)
+
+
+def test_suite_adds_up_its_members_usage(tmp_path, monkeypatch):
+    from harness.task import Task
+
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    plugin = types.SimpleNamespace()
+
+    @hookimpl
+    def register_rerankers(register):
+        register("yes-no", YesNoReranker, "LLM yes/no reranker (test)")
+
+    @hookimpl
+    def register_tasks(register):
+        for n in (2, 3):
+            register(f"demo{n}", lambda n=n: Task(name=f"demo{n}", dataset="demo", first_stage="retrieve", depth=n),
+                     "demo cut")
+        register("both", lambda: Task(name="both", tasks=["demo2", "demo3"]), "suite")
+
+    plugin.register_rerankers, plugin.register_tasks = register_rerankers, register_tasks
+    host = PluginHost(load_entry_points=False)
+    host.register_plugin(plugin, "suite-llm")
+    try:
+        with TestServer(reply="No") as srv:
+            res = evaluate("both", rerankers=["yes-no:depth=5"], llm=srv.spec("m"), registry=host.registry,
+                           progress=False, output=str(tmp_path / "out"))
+            assert srv.requests_total == 10 * 3  # demo3's top 3 include demo2's top 2: those are cache hits
+        assert res.usage["total"]["calls"] == 30 and res.usage["total"]["cache_hits"] == 20
+        assert res.usage["members"] == 2
+        data = json.loads((tmp_path / "out" / "results.json").read_text())
+        assert data["usage"]["total"]["calls"] == 30
+    finally:
+        harness.llm.reset()

@@ -113,6 +113,10 @@ class RankGPT:
                               objective=objective)
 
     # -- ranking -------------------------------------------------------------------------------
+    def windows(self, n: int) -> list[tuple[int, int]]:
+        """The window plan for a list of ``n``: back to front (subclasses change the plan here)."""
+        return windows(n, self.window, self.step)
+
     def rank_list(self, query: Query, doc_ids: list[str], corpus: Mapping[str, Document], chat: Any
                   ) -> tuple[list[str], Counter[str]]:
         """One query: the top ``depth`` re-ranked by the sliding window, the rest appended as they were."""
@@ -123,7 +127,7 @@ class RankGPT:
         if self.shuffle is not None:
             random.Random(f"{self.shuffle}:{query.id}").shuffle(head)
         for _ in range(self.passes):
-            for start, end in windows(len(head), self.window, self.step):
+            for start, end in self.windows(len(head)):
                 win = head[start:end]
                 st["windows"] += 1
                 try:
