@@ -243,7 +243,11 @@ def ensure_task_files(task: Task, progress: bool = True) -> list[Path]:
                 missing_message(first.path, root / first.path)
                 + f"{more}; automatic download is off (${ENV_AUTO_DOWNLOAD}=0)"
             )
-        download_task_files(task, dest=root, progress=progress, files=missing)
+        try:
+            download_task_files(task, dest=root, progress=progress, files=missing)
+        except DataError as exc:
+            first = missing[0]
+            raise DataError(f"{exc}\n{missing_message(first.path, root / first.path)}") from exc
     return [root / f.path for f in task.files]
 
 
