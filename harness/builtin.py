@@ -6,23 +6,8 @@ only when the component is created, so loading plugins imports no model library.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from typing import Any
-
 from .hookspecs import hookimpl
-
-
-def lazy(target: str) -> Callable[..., Any]:
-    """``"pkg.module:attr"`` -> a factory that imports ``pkg.module`` on first call."""
-    module_name, attr = target.split(":")
-
-    def factory(**kwargs: Any) -> Any:
-        return getattr(importlib.import_module(module_name), attr)(**kwargs)
-
-    factory.__qualname__ = factory.__name__ = f"lazy[{target}]"
-    factory.target = target  # type: ignore[attr-defined]
-    return factory
+from .lazy import lazy
 
 
 @hookimpl

@@ -18,11 +18,10 @@ Importing this module is light: no numpy, no LLM layer, no SDK; the factories im
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from typing import Any
 
 from harness.hookspecs import hookimpl
+from harness.lazy import lazy
 
 __version__ = "0.1.0"
 
@@ -63,17 +62,6 @@ _DESCRIPTIONS = {
     "clinical-trial": "Clinical-Trial: trials a patient case qualifies for",
     "relic": "RELIC: the quotation for the [masked sentence(s)] of a literary analysis",
 }
-
-
-def lazy(target: str) -> Callable[..., Any]:
-    """``"harness_birco.module:attr"`` -> a factory importing the module on first call."""
-    module_name, attr = target.split(":")
-
-    def factory(**kwargs: Any) -> Any:
-        return getattr(importlib.import_module(module_name), attr)(**kwargs)
-
-    factory.__qualname__ = factory.__name__ = f"lazy[{target}]"
-    return factory
 
 
 def default_split(task: str) -> str:

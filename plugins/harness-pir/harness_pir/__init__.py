@@ -17,11 +17,10 @@ Importing this module is light: loaders, metric and retrievers are imported when
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from typing import Any
 
 from harness.hookspecs import hookimpl
+from harness.lazy import lazy
 
 __version__ = "0.1.0"
 
@@ -44,17 +43,6 @@ _DESCRIPTIONS = {
     "allsides": "AllSides: news on a topic from the left / right / centre",
     "exfever": "Ex-FEVER: claims an explanation supports / refutes / says nothing about",
 }
-
-
-def lazy(target: str) -> Callable[..., Any]:
-    """``"harness_pir.module:attr"`` -> a factory importing the module on first call."""
-    module_name, attr = target.split(":")
-
-    def factory(**kwargs: Any) -> Any:
-        return getattr(importlib.import_module(module_name), attr)(**kwargs)
-
-    factory.__qualname__ = factory.__name__ = f"lazy[{target}]"
-    return factory
 
 
 def demo_file() -> Any:

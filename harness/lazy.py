@@ -1,0 +1,21 @@
+"""Lazy factories for plugin registration: the module implementing a component is imported only
+when the component is created, so loading plugins stays cheap (no torch, no SDK)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+
+def lazy(target: str) -> Callable[..., Any]:
+    """``"pkg.module:attr"`` -> a factory that imports ``pkg.module`` on first call and calls ``attr``
+    with the component spec's arguments, e.g. ``register("bm25", lazy("harness.retrievers.bm25:BM25Retriever"))``."""
+    module_name, attr = target.split(":")
+
+    def factory(**kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module_name), attr)(**kwargs)
+
+    factory.__qualname__ = factory.__name__ = f"lazy[{target}]"
+    factory.target = target  # type: ignore[attr-defined]
+    return factory
