@@ -584,38 +584,13 @@ def _position_limit(model: Any) -> int | None:
 
 # -- components --------------------------------------------------------------------------------
 class _DenseComponent:
-    """The model options shared by :class:`DenseRetriever` and :class:`DenseReranker`."""
+    """The model options shared by :class:`DenseRetriever` and :class:`DenseReranker`: every keyword
+    argument of :class:`DenseEncoder` (an unknown one is a TypeError the CLI reports as bad arguments)."""
 
     default_label = "dense"
 
-    def __init__(
-        self,
-        model: str | None = None,
-        preset: str | Preset | None = None,
-        batch_size: int = 64,
-        normalize: bool | None = None,
-        query_prompt: str | None = None,
-        doc_prompt: str | None = None,
-        instruction: str | None = None,
-        device: str | None = None,
-        cache: bool = True,
-        cache_dir: str | None = None,
-        max_length: int | None = None,
-        revision: str | None = None,
-        trust_remote_code: bool | None = None,
-        padding_side: str | None = None,
-        dtype: str | None = None,
-        local_files_only: bool = False,
-        show_progress: bool | None = None,
-        label: str | None = None,
-    ):
-        self.encoder = DenseEncoder(
-            model=model, preset=preset, batch_size=batch_size, normalize=normalize, query_prompt=query_prompt,
-            doc_prompt=doc_prompt, instruction=instruction, device=device, cache=cache, cache_dir=cache_dir,
-            max_length=max_length, revision=revision, trust_remote_code=trust_remote_code,
-            padding_side=padding_side, dtype=dtype, local_files_only=local_files_only,
-            show_progress=show_progress, label=label or self.default_label,
-        )
+    def __init__(self, label: str | None = None, **options: Any):
+        self.encoder = DenseEncoder(label=label or self.default_label, **options)
 
     def stats(self) -> dict[str, Any]:
         """``{"encoded": n, "cache_hits": m, ...}`` counted since this component was created."""
