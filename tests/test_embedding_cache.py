@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
-import time
 from pathlib import Path
 
 import numpy as np
@@ -145,21 +144,17 @@ def test_concurrent_processes(tmp_path):
     assert found.all() and np.array_equal(got, _vectors(400, seed=0))
 
 
-def test_batch_speed(tmp_path):
-    """20k vectors of 384 dimensions: written and read back in well under a few seconds."""
+def test_batch_round_trip(tmp_path):
+    """20k vectors of 384 dimensions written in batches and read back by a fresh cache object, bit for
+    bit (speed figures live in docs/retrievers.md, not in a test)."""
     n, dim = 20_000, 384
     keys = [text_key("document", "{text}", f"document {i}") for i in range(n)]
     vecs = _vectors(n, dim)
     cache = EmbeddingCache(IDENTITY, tmp_path)
-    t = time.perf_counter()
     for start in range(0, n, 1024):
         cache.put(keys[start:start + 1024], vecs[start:start + 1024])
-    t_put = time.perf_counter() - t
-    t = time.perf_counter()
     got, found = EmbeddingCache(IDENTITY, tmp_path).lookup(keys)
-    t_get = time.perf_counter() - t
     assert found.all() and np.array_equal(got, vecs)
-    assert t_put < 10 and t_get < 5, (t_put, t_get)
 
 
 @pytest.mark.parametrize("dim", [None, 8])

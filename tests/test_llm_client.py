@@ -302,12 +302,11 @@ def test_run_sequences_sequential_within_parallel_across(tmp_path):
                 text = chat([user(text)]).text
             return text
 
-        t = time.perf_counter()
         out = c.run_sequences(window, [f"q{i}" for i in range(16)])
-        elapsed = time.perf_counter() - t
         assert out == [f"q{i}+++" for i in range(16)]
-        assert elapsed < 1.2  # serial would be 16 * 3 * 0.05 = 2.4 s; ideal 2 * 3 * 0.05 = 0.3 s
         assert srv.requests_total == 48
+        # parallel across sequences (up to the bound), never more than one call per sequence at a time
+        assert 2 <= srv.max_in_flight <= 8, srv.stats()
 
         def failing(item, chat):
             if item == "boom":
