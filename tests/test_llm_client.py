@@ -429,3 +429,16 @@ def test_clients_of_one_endpoint_share_the_bound(tmp_path):
         for t in threads:
             t.join()
         assert srv.requests_total == 30 and srv.max_in_flight == 3
+
+
+def test_progress_bar_for_long_work(tmp_path, monkeypatch, capsys):
+    """A terminal gets a progress bar over a batch (forced here with HARNESS_PROGRESS=1); =0 silences it."""
+    with TestServer() as srv:
+        c = make(srv, tmp_path)
+        monkeypatch.setenv("HARNESS_PROGRESS", "1")
+        c.map([f"p{i}" for i in range(5)])
+        err = capsys.readouterr().err
+        assert c.label in err and "/5 [" in err
+        monkeypatch.setenv("HARNESS_PROGRESS", "0")
+        c.map([f"s{i}" for i in range(5)])
+        assert capsys.readouterr().err == ""

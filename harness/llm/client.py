@@ -189,7 +189,7 @@ class Client:
             except LLMError as error:
                 return error
 
-        return bounded_map(one, requests, max_concurrency or self.max_concurrency, on_result)
+        return bounded_map(one, requests, max_concurrency or self.max_concurrency, on_result, progress=self.label)
 
     def run_sequences(
         self,
@@ -209,7 +209,7 @@ class Client:
             except LLMError as error:
                 return error
 
-        return bounded_map(one, items, max_workers or self.max_concurrency, on_result)
+        return bounded_map(one, items, max_workers or self.max_concurrency, on_result, progress=self.label)
 
     def describe(self) -> dict[str, Any]:
         """The client's configuration for results.json (never the key)."""

@@ -3,6 +3,8 @@ or task per item, results in input order, Ctrl-C honoured."""
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -11,15 +13,28 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+def _progress_bar(total: int | None, label: str | None) -> Any:
+    """A tqdm bar on stderr for long work in a terminal (``HARNESS_PROGRESS=0`` turns it off)."""
+    if not label or not total or total < 2 or os.environ.get("HARNESS_PROGRESS", "1") == "0":
+        return None
+    if not sys.stderr.isatty() and os.environ.get("HARNESS_PROGRESS") != "1":
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=label, unit="call", file=sys.stderr, leave=False)
+
+
 def bounded_map(
     fn: Callable[[T], R],
     items: Iterable[T],
     workers: int,
     on_result: Callable[[int, R], None] | None = None,
+    progress: str | None = None,
 ) -> list[R]:
     """``[fn(x) for x in items]`` on at most ``workers`` threads. ``items`` is consumed lazily (an
     iterator of millions is fine). An exception raised by ``fn`` or ``on_result`` stops the pool
-    (no new items start) and is re-raised. ``on_result(index, result)`` runs in a worker thread."""
+    (no new items start) and is re-raised. ``on_result(index, result)`` runs in a worker thread.
+    ``progress`` labels a progress bar shown in a terminal when the number of items is known."""
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     try:
@@ -28,6 +43,29 @@ def bounded_map(
         n = None
     if n == 0:
         return []
+    bar = _progress_bar(n, progress)
+    if bar is not None:
+        user_callback = on_result
+
+        def on_result(i: int, r: Any) -> None:  # noqa: F811 - the user's callback, then the bar
+            if user_callback is not None:
+                user_callback(i, r)
+            bar.update(1)
+
+        try:
+            return _bounded_map(fn, items, workers, n, on_result)
+        finally:
+            bar.close()
+    return _bounded_map(fn, items, workers, n, on_result)
+
+
+def _bounded_map(
+    fn: Callable[[T], R],
+    items: Iterable[T],
+    workers: int,
+    n: int | None,
+    on_result: Callable[[int, R], None] | None,
+) -> list[R]:
     if n is not None:
         workers = min(workers, n)
     results: dict[int, Any] = {}
