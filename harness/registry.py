@@ -84,4 +84,28 @@ class Registry:
         try:
             return component.factory(**{**extra, **parsed.args})
         except TypeError as exc:
-            raise HarnessError(f"{kind} {parsed.text!r}: bad arguments: {exc}") from exc
+            raise HarnessError(f"{kind} {parsed.text!r}: bad arguments: {exc}{_hint(component, exc)}") from exc
+
+
+def _hint(component: Component, exc: TypeError) -> str:
+    """For an unknown keyword argument: the component's close matches, or the arguments it takes."""
+    import difflib
+    import importlib
+    import inspect
+    import re
+
+    m = re.search(r"unexpected keyword argument '([^']+)'", str(exc))
+    if not m:
+        return ""
+    target = getattr(component.factory, "target", None)
+    try:
+        obj = getattr(importlib.import_module(target.split(":")[0]), target.split(":")[1]) if target else \
+            component.factory
+        sig = inspect.signature(obj).parameters.values()
+        params = [p.name for p in sig if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    except (ValueError, TypeError, ImportError, AttributeError):
+        return ""
+    if not params:
+        return "" if any(p.kind is p.VAR_KEYWORD for p in sig) else "; it takes no arguments"
+    close = difflib.get_close_matches(m.group(1), params, n=3, cutoff=0.6)
+    return f"; did you mean: {', '.join(close)}?" if close else f"; it takes: {', '.join(params)}"

@@ -112,3 +112,13 @@ def test_loading_plugins_imports_nothing_heavy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_a_misspelt_argument_gets_close_matches():
+    reg = plugins.PluginHost(load_entry_points=False).registry
+    with pytest.raises(HarnessError, match="unexpected keyword argument 'modle'; did you mean: model"):
+        reg.create("retriever", "dense:modle=x")
+    with pytest.raises(HarnessError, match="did you mean: k1"):
+        reg.create("retriever", "bm25:k=3")
+    with pytest.raises(HarnessError, match="it takes no arguments"):
+        reg.create("retriever", "candidates:x=1")

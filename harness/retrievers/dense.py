@@ -17,6 +17,7 @@ torch and sentence-transformers are imported inside functions only.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -591,6 +592,9 @@ class _DenseComponent:
 
     def __init__(self, label: str | None = None, **options: Any):
         self.encoder = DenseEncoder(label=label or self.default_label, **options)
+
+    # help(), error hints and docs see DenseEncoder's arguments
+    __init__.__signature__ = inspect.signature(DenseEncoder.__init__)  # type: ignore[attr-defined]
 
     def stats(self) -> dict[str, Any]:
         """``{"encoded": n, "cache_hits": m, ...}`` counted since this component was created."""
