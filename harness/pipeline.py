@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,8 +101,7 @@ def task_queries(dataset: Dataset, mode: str, template: str) -> dict[str, Query]
 
 
 def _create(registry: Registry, kind: str, spec: str) -> tuple[Any, dict[str, Any]]:
-    obj = registry.create(kind, spec)
-    comp, parsed = registry.resolve(kind, spec)
+    obj, comp, parsed = registry.build(kind, spec)
     return obj, {"spec": spec, "name": comp.name, "source": comp.source, "args": parsed.args, **describe(obj)}
 
 
@@ -143,7 +142,6 @@ def evaluate(
     progress: bool = True,
     command: list[str] | None = None,
     registry: Registry | None = None,
-    on_stage: Callable[[str], None] | None = None,
     llm: str | None = None,
     max_concurrency: int | None = None,
     dry_run: bool | None = None,
@@ -216,8 +214,6 @@ def evaluate(
                            {q: v.text for q, v in queries.items()}, k)
         timings[f"retrieve[{mode}]"] = time.perf_counter() - t
         for spec, rr in zip(rerankers, reranker_objs):
-            if on_stage:
-                on_stage(f"rerank {spec} [{mode}]")
             t = time.perf_counter()
             run = rr.rerank(queries, run, ds.corpus)
             if not run.is_strictly_decreasing():

@@ -80,12 +80,15 @@ class Registry:
 
     def create(self, kind: str, spec: str | ComponentSpec, **extra: Any) -> Any:
         """Resolve ``spec`` and call its factory with the spec's arguments (plus ``extra``)."""
+        return self.build(kind, spec, **extra)[0]
+
+    def build(self, kind: str, spec: str | ComponentSpec, **extra: Any) -> tuple[Any, Component, ComponentSpec]:
+        """Like :meth:`create`, also returning the component found and the parsed spec."""
         component, parsed = self.resolve(kind, spec)
         try:
-            return component.factory(**{**extra, **parsed.args})
+            return component.factory(**{**extra, **parsed.args}), component, parsed
         except TypeError as exc:
             raise HarnessError(f"{kind} {parsed.text!r}: bad arguments: {exc}{_hint(component, exc)}") from exc
-
 
 def _hint(component: Component, exc: TypeError) -> str:
     """For an unknown keyword argument: the component's close matches, or the arguments it takes."""

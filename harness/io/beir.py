@@ -218,8 +218,6 @@ def read_qrels_records(path: str | os.PathLike[str]) -> Qrels:
     return qrels
 
 
-read_qrels_parquet = read_qrels_records
-
 
 def read_qrels(path: str | os.PathLike[str]) -> Qrels:
     """BEIR qrels from TSV (or TREC 4-field lines), JSONL records or Parquet."""

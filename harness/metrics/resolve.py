@@ -6,7 +6,7 @@ from typing import Any
 
 from ..errors import HarnessError, UnknownComponentError
 from ..registry import Registry
-from ..spec import ComponentSpec, parse_spec
+from ..spec import parse_spec
 from .names import STANDARD_ALIASES
 
 
@@ -55,5 +55,3 @@ def resolve_metrics(registry: Registry, names: list[str]) -> list[Any]:
         out.insert(0, standard)
     return out
 
-
-__all__ = ["resolve_metrics", "ComponentSpec"]
