@@ -9,6 +9,7 @@ from typing import Any
 
 from .components import MetricInput, MetricResult
 from .dataset import Dataset
+from .errors import HarnessError
 from .pipeline import EvalResult, evaluate, load_task_dataset
 from .qrels import Qrels
 from .run import Run
@@ -35,13 +36,23 @@ def load_dataset(spec: str, **args: Any) -> Dataset:
 def score(
     qrels: Qrels | str | Path, run: Run | str | Path, metrics: Sequence[str] = ("nDCG@10",)
 ) -> MetricResult:
-    """Score a run against qrels (objects or TREC files), like trec_eval."""
+    """Score a run against qrels (objects or TREC files), like trec_eval.
+
+    Unlike trec_eval, a run that shares no query with the qrels (nothing to average over) raises
+    :class:`HarnessError`, as does an empty run file."""
     from .io.trec import read_qrels, read_run
     from .metrics.resolve import resolve_metrics
     from .plugins import get_registry
 
     q = qrels if isinstance(qrels, Qrels) else read_qrels(qrels)
     r = run if isinstance(run, Run) else read_run(run)
+    if not any(qid in q for qid in r):  # every average would be over no query: nan
+        run_name = "the run" if isinstance(run, Run) else f"the run {run}"
+        qrels_name = "the qrels" if isinstance(qrels, Qrels) else f"the qrels {qrels}"
+        raise HarnessError(
+            f"no query of {run_name} has judgments in {qrels_name}, so there is nothing to score "
+            f"(run queries: {_some(r)}; judged queries: {_some(q)}); check that both use the same query ids"
+        )
     ds = Dataset.single("score", {}, {}, q)
     agg: dict[str, float] = {}
     per: dict[str, dict[str, float]] = {}
@@ -53,6 +64,15 @@ def score(
         for qid, vals in res.per_query.items():
             per.setdefault(qid, {}).update(vals)
     return MetricResult(agg, per)
+
+
+def _some(ids: Any, n: int = 3) -> str:
+    """``'a', 'b', 'c', ... (7 in all)`` for messages; ``none`` when empty."""
+    ids = list(ids)
+    if not ids:
+        return "none"
+    shown = ", ".join(repr(i) for i in ids[:n])
+    return shown + (f", ... ({len(ids)} in all)" if len(ids) > n else "")
 
 
 def list_plugins() -> list[dict[str, Any]]:

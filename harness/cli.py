@@ -10,10 +10,12 @@ import click
 
 from .errors import HarnessError
 from .llm.cli import cache_group, llm_options
+from .llm.failures import EXIT_INCOMPLETE
 
 
 class _Group(click.Group):
-    """Reports HarnessError as one clean line and exit status 2, never a traceback."""
+    """Reports HarnessError, and an OSError about a named file (a path given by the user that is too
+    long, unreadable, ...), as one clean line and exit status 2, never a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -21,19 +23,62 @@ class _Group(click.Group):
         except HarnessError as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(2)
+        except OSError as exc:
+            if exc.filename is None:
+                raise
+            name = str(exc.filename) + (f" -> {exc.filename2}" if exc.filename2 is not None else "")
+            click.echo(f"Error: {name}: {exc.strerror or exc}", err=True)
+            ctx.exit(2)
+
+
+_DATA_DIR_HELP = ("Where benchmark files are read from and downloaded to (default: $HARNESS_DATA, else "
+                  "~/.cache/harness/data). Give it before or after the command name.")
+
+
+def _check_data_dir() -> None:
+    """A folder given by --data-dir must exist: a mistyped one is reported, never created (only
+    `harness data download` creates its folder, and says so)."""
+    from .data import data_dir, data_dir_origin
+    from .errors import DataError
+
+    root = data_dir()
+    if data_dir_origin() == "option" and not root.is_dir():
+        raise DataError(f"the data folder {root} given by --data-dir does not exist; check the path, or create "
+                        f"it and fetch a task's files into it with `harness data download TASK --data-dir {root}`")
+
+
+def _data_dir_option(check: bool = True, top: bool = False) -> Any:
+    """``--data-dir`` for the group and for each command that reads data, so it works before or after
+    the command name (the last one given wins). With ``check``, the command refuses a folder given by
+    --data-dir (here or before the command name) that does not exist. ``top`` (the main group): an
+    invocation without --data-dir drops one left by an earlier invocation in the same process."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+        if ctx.resilient_parsing:  # shell completion: change nothing, report nothing
+            return
+        from .data import data_dir_origin, set_data_dir
+
+        if value is not None:
+            set_data_dir(value, source="--data-dir")
+        elif top and data_dir_origin() == "option":
+            set_data_dir(None)
+        if top:  # a new invocation: --quiet of an earlier one (same process) no longer applies
+            from .progress import set_quiet
+
+            set_quiet(False)
+        if check:
+            _check_data_dir()
+
+    return click.option("--data-dir", type=click.Path(file_okay=False), expose_value=False, callback=callback,
+                        help=_DATA_DIR_HELP)
 
 
 @click.group(cls=_Group)
 @click.version_option(package_name="harness", prog_name="harness")
-@click.option("--data-dir", type=click.Path(file_okay=False), envvar="HARNESS_DATA",
-              help="Where benchmark files are read from and downloaded to (env HARNESS_DATA).")
-def cli(data_dir: str | None) -> None:
+@_data_dir_option(check=False, top=True)  # checked by the commands that read data; harness.data reads $HARNESS_DATA
+def cli() -> None:
     """Evaluate retrievers, rerankers and LLM judges on instruction-following and
     complex-objective retrieval benchmarks."""
-    if data_dir:
-        from .data import set_data_dir
-
-        set_data_dir(data_dir)
 
 
 @cli.command("list-plugins")
@@ -61,6 +106,7 @@ def list_plugins_cmd(as_json: bool) -> None:
 
 
 @cli.command("eval")
+@_data_dir_option()
 @click.option("--task", "-t", help="Task name (see `harness list-plugins`), e.g. trec-dl19, scifact, demo.")
 @click.option("--dataset", "-d", help="Dataset spec instead of a task, e.g. beir:path=/data/scifact.")
 @click.option("--retriever", "-r", help="First stage, e.g. bm25, dense:model=..., plugin:nv-embed. "
@@ -68,32 +114,68 @@ def list_plugins_cmd(as_json: bool) -> None:
 @click.option("--reranker", "rerankers", multiple=True, help="Reranker spec; repeat to chain.")
 @click.option("--judge", "-j", help="Judge spec, e.g. instfol.")
 @click.option("--metric", "-m", "metrics", multiple=True, help="Metric; repeatable. Default: the task's.")
-@click.option("--limit", type=int, help="Evaluate only the first N queries.")
-@click.option("--depth", "-k", type=int, help="First-stage depth (default: the task's).")
+@click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N queries (N >= 1).")
+@click.option("--depth", "-k", type=click.IntRange(min=1), help="First-stage depth, >= 1 (default: the task's).")
 @click.option("--output", "-o", type=click.Path(file_okay=False), help="Write results.json, per-query "
-              "JSONL and TREC runs here.")
+              "JSONL and TREC runs here (created and checked for writing before any work).")
+@click.option("--overwrite", is_flag=True, help="Replace the results an --output folder already holds.")
 @click.option("--json", "as_json", is_flag=True, help="Print the aggregate metrics as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@click.option("--max-llm-failures", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
+              metavar="SHARE", help="Share of LLM requests that may get no usable reply before the run counts as "
+              "INCOMPLETE (exit status 3), e.g. 0.01.")
 @llm_options
-def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, output, as_json, quiet,
-             llm_settings) -> None:
-    """Run a task: first stage, rerankers, judge, metrics."""
+def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, output, overwrite, as_json, quiet,
+             max_llm_failures, llm_settings) -> None:
+    """Run a task: first stage, rerankers, judge, metrics.
+
+    Exit status: 0 done; 2 an input or configuration error (one message); 3 INCOMPLETE, LLM requests
+    got no usable reply beyond --max-llm-failures (metrics are still printed and written, marked)."""
     from .api import evaluate
-    from .table import metrics_table, render
 
     if not task and not dataset:
         raise click.UsageError("give --task NAME or --dataset SPEC")
+    if quiet:  # no progress from the components either (encoding, downloads, LLM batches), while this runs
+        from .progress import set_quiet
+
+        set_quiet(True)
+        click.get_current_context().call_on_close(lambda: set_quiet(False))
     if llm_settings.cache_dir:  # one cache root for LLM replies and embeddings
         import os
 
         os.environ["HARNESS_CACHE_DIR"] = llm_settings.cache_dir
     result = evaluate(task, dataset=dataset, retriever=retriever, rerankers=rerankers, judge=judge,
-                      metrics=metrics or None, limit=limit, depth=depth, output=output, progress=not quiet,
+                      metrics=metrics or None, limit=limit, depth=depth, output=output, overwrite=overwrite,
+                      progress=not quiet, max_llm_failures=max_llm_failures,
                       command=["harness", *sys.argv[1:]])
+    _print_result(result, as_json, quiet, llm_settings)
+    if not result.complete:
+        sys.exit(EXIT_INCOMPLETE)
+
+
+def _failure_banner(result) -> str:
+    from .llm.failures import banner
+
+    if hasattr(result, "results"):  # a suite: each member that had failures
+        parts = []
+        for name, member in result.results.items():
+            text = banner(member.llm_failures, sum(len(r) for r in member.runs.values()))
+            if text:
+                parts.append(f"[{name}] {text}")
+        return "\n".join(parts)
+    return banner(result.llm_failures, sum(len(r) for r in result.runs.values()))
+
+
+def _print_result(result, as_json: bool, quiet: bool, llm_settings) -> None:
+    from .table import metrics_table, render
+
+    failures = _failure_banner(result)
     if as_json:
         payload = result.metrics if not hasattr(result, "results") else {
             "tasks": result.per_task, "mean": result.metrics}
         click.echo(json.dumps(payload, indent=2))
+        if failures:
+            click.secho(failures, fg="red" if not result.complete else "yellow", err=True)
         return
     if result.usage:
         if hasattr(result, "results"):  # a suite: the members' usage added up
@@ -109,6 +191,9 @@ def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, 
         if llm_settings.dry_run:
             click.secho("dry run: nothing was sent; the metrics below come from placeholder replies",
                         fg="yellow")
+    if failures:
+        click.secho(failures, fg="red" if not result.complete else "yellow")
+        click.echo()
     if result.task.table or (hasattr(result, "results") and _member_table(result)):
         click.echo(_summary_table(result))
         click.echo()
@@ -126,6 +211,8 @@ def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, 
         return
     comps = [result.components["retriever"]["spec"], *(r["spec"] for r in result.components.get("rerankers", []))]
     title = f"{result.task.name}  ({' -> '.join(comps)}; {sum(len(r) for r in result.runs.values())} queries)"
+    if not result.complete:
+        title += "  INCOMPLETE"
     click.echo(metrics_table(result.metrics, title))
 
 
@@ -194,35 +281,65 @@ _add_compare_commands()
 
 
 @cli.group("data")
+@_data_dir_option(check=False)  # `data download` may create the folder; `data path` checks it
 def data_group() -> None:
     """Benchmark files: where they are, and fetching them."""
 
 
 @data_group.command("path")
+@_data_dir_option()
 def data_path_cmd() -> None:
-    """Print the data folder."""
-    from .data import data_dir
+    """Print the data folder (and, on stderr, which setting chose it)."""
+    from .data import data_dir, data_dir_source
 
-    click.echo(str(data_dir()))
+    root = data_dir()
+    click.echo(str(root))
+    state = "" if root.is_dir() else "; it does not exist yet: `harness data download TASK` creates it"
+    click.echo(f"({data_dir_source()}{state})", err=True)
 
 
 @data_group.command("download")
 @click.argument("tasks", nargs=-1, required=True)
 @click.option("--base-url", envvar="HARNESS_DATA_URL", help="Mirror serving the files by their data-folder paths.")
-def data_download_cmd(tasks, base_url) -> None:
-    """Fetch TASKS' files into the data folder, verifying checksums (resumes broken transfers)."""
-    from .api import load_task
+@_data_dir_option(check=False)
+@click.pass_context
+def data_download_cmd(ctx, tasks, base_url) -> None:
+    """Fetch TASKS' files into the data folder, verifying checksums (resumes broken transfers).
+
+    Creates the data folder when it does not exist. A task that publishes no files to fetch (e.g.
+    IFIR-EVAL) is reported with where its files must go, and the exit status is 2 unless they are
+    already in place."""
+    from .api import load_dataset, load_task
+    from .data import data_dir, data_dir_source
     from .download import download_task_files
+    from .errors import DataError
 
     def members(name: str) -> list:
         task = load_task(name)
         return [task] + [m for sub in task.tasks for m in members(sub)]
 
+    problems = []
     for name in tasks:
         for task in members(name):  # a suite brings its member tasks' files
             if task.files:
+                root = data_dir()
+                if not root.is_dir():
+                    click.echo(f"creating the data folder {root} ({data_dir_source()})", err=True)
                 paths = download_task_files(task, base_url=base_url)
                 click.echo(f"{task.name}: {len(paths)} file(s) ready")
+            elif not task.is_suite:
+                try:  # nothing to fetch: is its data in place? (the loader says where it must go)
+                    load_dataset(task.name)
+                except DataError as exc:
+                    problems.append(f"{task.name}: nothing to download: the task publishes no files for harness "
+                                    f"to fetch, and its data is not in place: {exc}")
+                else:
+                    click.echo(f"{task.name}: nothing to download (the task publishes no files); its data is "
+                               "in place")
+    for problem in problems:
+        click.echo(f"Error: {problem}", err=True)
+    if problems:
+        ctx.exit(2)
 
 
 @cli.command("new-plugin")

@@ -2,8 +2,9 @@
 
 The folder is, in order: the value given to :func:`set_data_dir` (the CLI's ``--data-dir``),
 the environment variable ``HARNESS_DATA``, or the user cache folder
-(``$XDG_CACHE_HOME/harness/data``, else ``~/.cache/harness/data``).
-Task files and dataset arguments name files relative to it; absolute paths are used as given.
+(``$XDG_CACHE_HOME/harness/data``, else ``~/.cache/harness/data``). Messages name which of these
+chose it (:func:`data_dir_source`). Task files and dataset arguments name files relative to it;
+absolute paths are used as given.
 """
 
 from __future__ import annotations
@@ -24,14 +25,19 @@ ENV_AUTO_DOWNLOAD = "HARNESS_AUTO_DOWNLOAD"
 ENV_DATA_URL = "HARNESS_DATA_URL"
 
 _override: Path | None = None
+_override_source = "harness.data.set_data_dir()"  # who called set_data_dir, for messages
 _sha_cache: dict[tuple[str, int, int], str] = {}
 _CHUNK = 1 << 20
 
 
-def set_data_dir(path: str | os.PathLike[str] | None) -> None:
-    """Use ``path`` as the data folder for this process (``None`` restores the default lookup)."""
-    global _override
+def set_data_dir(path: str | os.PathLike[str] | None, source: str | None = None) -> None:
+    """Use ``path`` as the data folder for this process (``None`` restores the default lookup).
+
+    ``source`` names who chose it, for messages: the CLI passes ``"--data-dir"``; the default is
+    ``"harness.data.set_data_dir()"``."""
+    global _override, _override_source
     _override = Path(path).expanduser() if path is not None else None
+    _override_source = source or "harness.data.set_data_dir()"
 
 
 def default_data_dir() -> Path:
@@ -40,13 +46,33 @@ def default_data_dir() -> Path:
     return Path(cache).expanduser() / "harness" / "data"
 
 
-def data_dir_source() -> str:
-    """Where the current data folder comes from, for messages."""
+def data_dir_origin() -> str:
+    """Which setting chose the data folder: ``"option"`` (``--data-dir``), ``"api"``
+    (:func:`set_data_dir` from Python), ``"env"`` (``$HARNESS_DATA``) or ``"default"``."""
     if _override is not None:
-        return "set by --data-dir"
-    if os.environ.get(ENV_DATA):
+        return "option" if _override_source.startswith("--") else "api"
+    return "env" if os.environ.get(ENV_DATA) else "default"
+
+
+def data_dir_source() -> str:
+    """Where the current data folder comes from, for messages: ``given by --data-dir``,
+    ``from $HARNESS_DATA``, ``the default: neither --data-dir nor $HARNESS_DATA is set``."""
+    origin = data_dir_origin()
+    if origin in ("option", "api"):
+        return f"given by {_override_source}"
+    if origin == "env":
         return f"from ${ENV_DATA}"
-    return f"the default; ${ENV_DATA} is not set"
+    return f"the default: neither --data-dir nor ${ENV_DATA} is set"
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a name too long, ...
+        return False
+
+
+POINT_ELSEWHERE = f"{ENV_DATA}=/path/to/data or `--data-dir /path/to/data`"
 
 
 def data_dir() -> Path:
@@ -65,15 +91,19 @@ def locate(relpath: str | os.PathLike[str], root: Path | None = None) -> Path:
     return p if p.is_absolute() else (root if root is not None else data_dir()) / p
 
 
-def missing_message(relpath: str | os.PathLike[str], full: Path) -> str:
-    """The explanation given when a data file is absent."""
-    msg = f"data file not found: {full}"
+def missing_message(relpath: str | os.PathLike[str], full: Path, remedy: str | None = None, note: str = "",
+                    what: str = "data file") -> str:
+    """The explanation given when a data file (``what``) is absent: the full path, then ``note``,
+    then, for a path relative to the data folder, the folder, which setting chose it (and whether it
+    exists), and ``remedy`` (default: put it there, point to another folder, or download it)."""
+    msg = f"{what} not found: {full}{note}"
     if not Path(relpath).expanduser().is_absolute():
-        msg += (
-            f" (looked in the data folder {data_dir()}, {data_dir_source()}). "
-            f"Point to another folder with {ENV_DATA}=/path/to/data or `--data-dir /path/to/data`, "
-            "or fetch a task's files with `harness data download TASK`"
-        )
+        root = data_dir()
+        gone = "" if _is_dir(root) else "; that folder does not exist"
+        if remedy is None:  # (harness.download names the task when it knows it)
+            remedy = (f"Put it there, or point to another data folder with {POINT_ELSEWHERE}, or, if a task "
+                      "publishes the file, fetch it with `harness data download TASK`")
+        msg += f" (looked in the data folder {root}, {data_dir_source()}{gone}). {remedy}"
     return msg
 
 
@@ -83,7 +113,11 @@ def resolve(relpath: str | os.PathLike[str]) -> Path:
     Raises :class:`DataError` saying where it looked and how to point elsewhere or download.
     """
     full = locate(relpath)
-    if not full.exists():
+    try:
+        exists = full.exists()
+    except OSError as exc:  # a name too long, a file where a folder should be, ...
+        raise DataError(f"cannot use the path {full}: {exc.strerror or exc}") from None
+    if not exists:
         raise DataError(missing_message(relpath, full))
     return full
 

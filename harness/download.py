@@ -20,8 +20,18 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .data import ENV_AUTO_DOWNLOAD, ENV_DATA_URL, data_dir, missing_message, sha256_file
+from .data import (
+    ENV_AUTO_DOWNLOAD,
+    ENV_DATA_URL,
+    POINT_ELSEWHERE,
+    data_dir,
+    data_dir_origin,
+    data_dir_source,
+    missing_message,
+    sha256_file,
+)
 from .errors import DataError
+from .progress import progress as _progress
 from .task import DataFile, Task
 
 CHUNK = 1 << 16
@@ -37,8 +47,9 @@ def source_url(f: DataFile, base_url: str | None = None) -> str:
         return base.rstrip("/") + "/" + f.path.lstrip("/")
     if not f.url:
         raise DataError(
-            f"no download URL for {f.path}; give a mirror with --base-url or ${ENV_DATA_URL}, "
-            "or put the file in the data folder yourself"
+            f"no download URL for {f.path}; give a mirror with ${ENV_DATA_URL}=URL (or "
+            f"`harness data download TASK --base-url URL`), or put the file in the data folder yourself, "
+            f"as {data_dir() / f.path}"
         )
     return f.url
 
@@ -52,15 +63,19 @@ def file_ok(path: Path, f: DataFile) -> bool:
     return not f.sha256 or sha256_file(path) == f.sha256.lower()
 
 
-def _progress_bar(enabled: bool, total: int | None, initial: int, label: str) -> Any:
-    if not enabled:
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a dependency
-        return None
-    return tqdm(total=total, initial=initial, unit="B", unit_scale=True, desc=label, file=sys.stderr,
-                leave=False)
+def checksum_problem(path: Path, f: DataFile) -> str | None:
+    """Why the existing file ``path`` is not ``f`` (``checksum mismatch in PATH: expected sha256 X,
+    actual Y (N bytes)``, or a size mismatch when ``f`` gives no sha256), or None when it matches."""
+    size = path.stat().st_size
+    if f.sha256:
+        actual = sha256_file(path)
+        if actual != f.sha256.lower():
+            expected_size = f", {f.size} bytes" if f.size is not None and f.size != size else ""
+            return (f"checksum mismatch in {path}: expected sha256 {f.sha256.lower()}{expected_size}, "
+                    f"actual {actual} ({size} bytes)")
+    elif f.size is not None and size != f.size:
+        return f"size mismatch in {path}: expected {f.size} bytes, found {size}"
+    return None
 
 
 def _open(url: str, start: int) -> Any:
@@ -129,7 +144,7 @@ def download_file(f: DataFile, target: Path, url: str, progress: bool = True) ->
             total = start + expected if expected is not None else f.size
             if start:
                 _hash_file(part, digest)
-            bar = _progress_bar(progress, total, start, f.path)
+            bar = _progress(total, f.path, unit="B", unit_scale=True, initial=start, enabled=progress)
             received = 0
             try:
                 with open(part, "ab" if start else "wb") as out:
@@ -146,11 +161,9 @@ def download_file(f: DataFile, target: Path, url: str, progress: bool = True) ->
                         out.write(chunk)
                         digest.update(chunk)
                         received += len(chunk)
-                        if bar is not None:
-                            bar.update(len(chunk))
+                        bar.update(len(chunk))
             finally:
-                if bar is not None:
-                    bar.close()
+                bar.close()
             if expected is not None and received < expected:
                 raise DataError(
                     f"download of {url} interrupted: got {start + received} of {start + expected} bytes; "
@@ -158,7 +171,7 @@ def download_file(f: DataFile, target: Path, url: str, progress: bool = True) ->
                 )
     else:
         _hash_file(part, digest)
-    return _finalize(part, target, f, url, digest.hexdigest())
+    return _finalize(part, target, f, url, digest.hexdigest(), resumed=start > 0)
 
 
 def _hash_file(path: Path, digest: Any) -> None:
@@ -167,18 +180,22 @@ def _hash_file(path: Path, digest: Any) -> None:
             digest.update(chunk)
 
 
-def _finalize(part: Path, target: Path, f: DataFile, url: str, actual: str) -> Path:
+def _finalize(part: Path, target: Path, f: DataFile, url: str, actual: str, resumed: bool = False) -> Path:
     size = part.stat().st_size
+    again = ("run the download again to fetch it from the start" if resumed else
+             "the source (or the mirror) serves other content than the task expects")
     if f.sha256 and actual != f.sha256.lower():
         part.unlink(missing_ok=True)
         raise DataError(
-            f"checksum mismatch for {url}: expected sha256 {f.sha256.lower()}, got {actual} "
-            f"({size} bytes); the partial file was deleted"
+            f"checksum mismatch for {f.path} downloaded from {url}: expected sha256 {f.sha256.lower()}, "
+            f"actual {actual} ({size} bytes{', partly resumed from an earlier download' if resumed else ''}); "
+            f"{part} was deleted; {again}"
         )
     if f.size is not None and size != f.size:
         part.unlink(missing_ok=True)
         raise DataError(
-            f"size mismatch for {url}: expected {f.size} bytes, got {size}; the partial file was deleted"
+            f"size mismatch for {f.path} downloaded from {url}: expected {f.size} bytes, got {size}; "
+            f"{part} was deleted; {again}"
         )
     os.replace(part, target)
     return target
@@ -193,20 +210,25 @@ def download_task_files(
 ) -> list[Path]:
     """Fetch ``task``'s files (or just ``files``) into ``dest`` (default: the data folder).
 
-    Files already present with the right size and checksum are skipped. Returns the local paths of
-    the requested files (all the task's by default), in order.
+    Files already present with the right size and checksum are skipped; a present file with another
+    size or checksum is reported on stderr ("checksum mismatch in ..., expected sha256 X, actual Y")
+    and fetched again. Returns the local paths of the requested files (all the task's by default),
+    in order.
     """
     root = Path(dest).expanduser() if dest is not None else data_dir()
     wanted = list(files) if files is not None else list(task.files)
     paths: list[Path] = []
     for f in wanted:
         target = root / f.path
-        if file_ok(target, f):
+        problem = checksum_problem(target, f) if target.is_file() else None
+        if target.is_file() and problem is None:
             paths.append(target)
             continue
         url = source_url(f, base_url)
+        if problem is not None:
+            print(f"{problem}; downloading it again", file=sys.stderr, flush=True)
         if progress:
-            print(f"downloading {f.path} from {url}", file=sys.stderr)
+            print(f"downloading {f.path} from {url}", file=sys.stderr, flush=True)
         try:
             paths.append(download_file(f, target, url, progress=progress))
         except PermissionError as exc:
@@ -231,23 +253,43 @@ def ensure_task_files(task: Task, progress: bool = True) -> list[Path]:
     """Make sure the task's files are in the data folder before first use.
 
     Missing files are downloaded unless ``$HARNESS_AUTO_DOWNLOAD=0``, in which case the error
-    says where it looked and how to point elsewhere or download. Returns the files' paths.
+    says where it looked and how to point elsewhere or download. A data folder given by
+    ``--data-dir`` must exist (it is never created here); another one is created, and said so.
+    A present file whose checksum differs from the task's is used as it is, with a warning on stderr.
+    Returns the files' paths.
     """
     root = data_dir()
     missing = missing_task_files(task, root)
+    fetch = f"`harness data download {task.name}`"
     if missing:
+        first = missing[0]
+        more = f" and {len(missing) - 1} more of {task.name}'s files" if len(missing) > 1 else ""
         if not auto_download_enabled():
-            first = missing[0]
-            more = f" ({len(missing) - 1} more file(s) missing)" if len(missing) > 1 else ""
-            raise DataError(
-                missing_message(first.path, root / first.path)
-                + f"{more}; automatic download is off (${ENV_AUTO_DOWNLOAD}=0)"
-            )
+            raise DataError(missing_message(
+                first.path, root / first.path, note=more,
+                remedy=f"Automatic download is off (${ENV_AUTO_DOWNLOAD}=0): fetch the files with {fetch}, "
+                       f"or point to a folder that holds them with {POINT_ELSEWHERE}"))
+        if not root.is_dir():
+            if data_dir_origin() == "option":  # a mistyped --data-dir is reported, never created
+                raise DataError(f"the data folder {root} ({data_dir_source()}) does not exist; check the path, "
+                                f"or create it and fetch {task.name}'s files with `harness data download {task.name} "
+                                f"--data-dir {root}`")
+            if progress:
+                print(f"[harness] creating the data folder {root} ({data_dir_source()}) for {task.name}'s files",
+                      file=sys.stderr, flush=True)
         try:
             download_task_files(task, dest=root, progress=progress, files=missing)
         except DataError as exc:
-            first = missing[0]
-            raise DataError(f"{exc}\n{missing_message(first.path, root / first.path)}") from exc
+            raise DataError(
+                f"{exc}\n{task.name}: fetching its files into the data folder {root} ({data_dir_source()}) failed; "
+                f"run {fetch} to try again (from a mirror: ${ENV_DATA_URL}=URL), or point to a folder that holds "
+                f"them with {POINT_ELSEWHERE}") from exc
+    for f in task.files:
+        if f not in missing:
+            problem = checksum_problem(root / f.path, f) if (root / f.path).is_file() else None
+            if problem:
+                print(f"[harness] warning: {problem}; using the file as it is ({fetch} fetches the "
+                      "published file again)", file=sys.stderr, flush=True)
     return [root / f.path for f in task.files]
 
 
@@ -264,6 +306,7 @@ def task_file_status(task: Task, root: Path | None = None) -> list[dict[str, Any
 
 __all__ = [
     "auto_download_enabled",
+    "checksum_problem",
     "download_file",
     "download_task_files",
     "ensure_task_files",

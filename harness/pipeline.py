@@ -39,6 +39,12 @@ class EvalResult:
     timings: dict[str, float]
     usage: dict[str, Any] = field(default_factory=dict)
     command: list[str] | None = None
+    llm_failures: dict[str, Any] = field(default_factory=dict)  # harness.llm.failures.failure_report
+
+    @property
+    def complete(self) -> bool:
+        """False when LLM requests got no usable reply beyond the accepted share (INCOMPLETE)."""
+        return self.llm_failures.get("complete", True)
 
     def to_dict(self) -> dict[str, Any]:
         from . import __version__
@@ -47,6 +53,7 @@ class EvalResult:
         return {
             "harness_version": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "status": "complete" if self.complete else "incomplete",
             "command": self.command,
             "task": self.task.as_dict(),
             "components": self.components,
@@ -63,6 +70,7 @@ class EvalResult:
             "counts": self.counts,
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
             "usage": self.usage,
+            "llm_failures": self.llm_failures,
         }
 
 
@@ -117,15 +125,32 @@ def _record_stats(components: dict[str, Any], first: Any, rerankers: list[Any], 
 
 
 def _llm_usage() -> dict[str, Any]:
-    """LLM settings and usage (calls, cache hits, tokens, cost) when any component used an LLM."""
+    """LLM settings, usage (calls, cache hits, failures, tokens, cost) and endpoints whenever an
+    LLM client was created in this evaluation, zero calls included."""
     if "harness.llm.client" not in sys.modules:
         return {}
-    from .llm import current, session_usage
+    from .llm import current, session_clients, session_endpoints, session_usage
 
-    usage = session_usage().as_dict()
-    if not usage["total"]["calls"] and not usage["total"]["cache_hits"]:
+    if not session_clients():
         return {}
-    return {"settings": current().as_dict(), **usage}
+    return {"settings": current().as_dict(), **session_usage().as_dict(),
+            "endpoints": [e.describe() for e in session_endpoints()]}
+
+
+def _llm_failures(usage: dict[str, Any], components: dict[str, Any], max_share: float) -> dict[str, Any]:
+    if not usage:
+        return {}
+    from .llm.failures import failure_report, merge_per_query
+
+    described = [components.get("retriever", {}), *components.get("rerankers", []), components.get("judge", {})]
+    return failure_report(usage, merge_per_query(d.get("stats") or {} for d in described), max_share)
+
+
+def check_limits(limit: int | None = None, depth: int | None = None) -> None:
+    """``limit`` (queries) and ``depth`` (first-stage depth) are None or whole numbers >= 1."""
+    for name, value in (("limit", limit), ("depth", depth)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise HarnessError(f"{name} must be a whole number >= 1 (or None for the task's default), got {value!r}")
 
 
 def evaluate(
@@ -139,24 +164,41 @@ def evaluate(
     limit: int | None = None,
     depth: int | None = None,
     output: str | None = None,
+    overwrite: bool = False,
     progress: bool = True,
     command: list[str] | None = None,
     registry: Registry | None = None,
     llm: str | None = None,
     max_concurrency: int | None = None,
     dry_run: bool | None = None,
+    max_llm_failures: float = 0.0,
 ) -> EvalResult | SuiteResult:
     """Run one evaluation. Mirrors ``harness eval``: ``llm``, ``max_concurrency`` and ``dry_run`` are
-    its ``--llm``, ``--max-concurrency`` and ``--dry-run`` (defaults for LLM-backed components)."""
+    its ``--llm``, ``--max-concurrency`` and ``--dry-run`` (defaults for LLM-backed components).
+
+    ``limit`` and ``depth`` must be None or >= 1. ``output`` is created and probed for writing before
+    any data is read; a folder already holding ``results.json`` is refused unless ``overwrite``.
+
+    LLM requests that got no usable reply make the result INCOMPLETE (``result.complete`` is False,
+    ``result.llm_failures`` says what failed) unless they are at most ``max_llm_failures`` (a share
+    in [0, 1]) of the run's requests; a rejected key or an unknown model raises at once."""
     from .metrics.resolve import resolve_metrics
     from .plugins import get_registry
 
+    check_limits(limit=limit, depth=depth)
+    try:
+        from .llm.failures import check_share
+
+        max_llm_failures = check_share(max_llm_failures)
+    except (TypeError, ValueError) as exc:
+        raise HarnessError(str(exc)) from None
     registry = registry or get_registry()
     the_task = resolve_task(registry, task, dataset)
     if the_task.is_suite:
         return evaluate_suite(the_task, retriever=retriever, rerankers=rerankers, judge=judge, metrics=metrics,
-                              limit=limit, depth=depth, output=output, progress=progress, command=command,
-                              registry=registry, llm=llm, max_concurrency=max_concurrency, dry_run=dry_run)
+                              limit=limit, depth=depth, output=output, overwrite=overwrite, progress=progress,
+                              command=command, registry=registry, llm=llm, max_concurrency=max_concurrency,
+                              dry_run=dry_run, max_llm_failures=max_llm_failures)
     if llm is not None or max_concurrency is not None or dry_run is not None:
         from .llm import configure
 
@@ -169,6 +211,10 @@ def evaluate(
     t0 = time.perf_counter()
     metric_names = list(metrics) if metrics else list(the_task.metrics)
     metric_objs = resolve_metrics(registry, metric_names)  # fail on a bad name before any work
+    if output:  # an unwritable or already used --output fails now, not after the evaluation
+        from .results import prepare_output
+
+        prepare_output(output, overwrite=overwrite)
 
     # components first: a bad spec or a missing API key fails before any data is read or downloaded
     k = depth or the_task.depth
@@ -186,7 +232,7 @@ def evaluate(
 
     t = time.perf_counter()
     ds = load_task_dataset(registry, the_task)
-    if limit:
+    if limit is not None:
         ds = ds.limit(limit)
     counts: dict[str, Any] = {"unknown_ids": ds.validate()}
     timings["load"] = time.perf_counter() - t
@@ -255,8 +301,10 @@ def evaluate(
     timings["metrics"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t0
 
+    usage = _llm_usage()
     result = EvalResult(the_task, ds, components, aggregate, per_query, runs, judgments, counts, timings,
-                        usage=_llm_usage(), command=command)
+                        usage=usage, command=command,
+                        llm_failures=_llm_failures(usage, components, max_llm_failures))
     if output:
         from .results import write_results
 
@@ -279,6 +327,14 @@ class SuiteResult:
     def per_task(self) -> dict[str, dict[str, float]]:
         return {name: r.metrics for name, r in self.results.items()}
 
+    @property
+    def complete(self) -> bool:
+        return all(r.complete for r in self.results.values())
+
+    @property
+    def incomplete_members(self) -> list[str]:
+        return [name for name, r in self.results.items() if not r.complete]
+
     def to_dict(self) -> dict[str, Any]:
         from . import __version__
         from .plugins import distribution_versions
@@ -287,6 +343,8 @@ class SuiteResult:
         return {
             "harness_version": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "status": "complete" if self.complete else "incomplete",
+            "incomplete_tasks": self.incomplete_members,
             "command": self.command,
             "task": self.task.as_dict(),
             "components": first.components,
@@ -307,9 +365,12 @@ def sum_usage(usages: list[dict[str, Any]]) -> dict[str, Any]:
 
     def add(into: dict[str, Any], part: dict[str, Any]) -> None:
         for key, value in part.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                continue
-            into[key] = into.get(key, 0) + value
+            if isinstance(value, dict) and key in ("errors", "failure_kinds"):  # counts by kind
+                add(into.setdefault(key, {}), value)
+            elif isinstance(value, list) and key == "failure_examples":
+                into.setdefault(key, []).extend(value[: max(0, 5 - len(into.get(key, [])))])
+            elif not isinstance(value, bool) and isinstance(value, (int, float)):
+                into[key] = into.get(key, 0) + value
 
     total: dict[str, Any] = {}
     models: dict[str, dict[str, Any]] = {}
@@ -321,14 +382,20 @@ def sum_usage(usages: list[dict[str, Any]]) -> dict[str, Any]:
             "total": total, "models": models, "members": len(usages)}
 
 
-def evaluate_suite(suite: Task, *, output: str | None = None, progress: bool = True, **kwargs: Any) -> SuiteResult:
+def evaluate_suite(suite: Task, *, output: str | None = None, overwrite: bool = False, progress: bool = True,
+                   **kwargs: Any) -> SuiteResult:
     """Run every member task of ``suite`` with the same components; members' results go to
-    ``output/<member>/`` and the suite's own ``results.json`` holds the per-task table and the means."""
+    ``output/<member>/`` and the suite's own ``results.json`` holds the per-task table and the means.
+    ``output`` is checked once, before any member runs (see :func:`harness.results.prepare_output`)."""
+    if output:
+        from .results import prepare_output
+
+        prepare_output(output, overwrite=overwrite, members=suite.tasks)
     results: dict[str, EvalResult] = {}
     for name in suite.tasks:
         _log(f"[harness] suite {suite.name}: {name}", progress)
         sub_out = None if output is None else str(Path(output) / name.replace(":", "_"))
-        results[name] = evaluate(name, output=sub_out, progress=progress, **kwargs)
+        results[name] = evaluate(name, output=sub_out, overwrite=True, progress=progress, **kwargs)
     names: list[str] = []
     for r in results.values():
         names += [n for n in r.metrics if n not in names]

@@ -6,6 +6,9 @@ Environment:
 - ``HARNESS_DISABLE_PLUGIN_AUTOLOAD=1``: load no third-party plugin (built-ins still load).
 - ``HARNESS_PLUGINS=a,b``: load only these third-party plugins (entry-point or distribution names).
 - ``HARNESS_BLOCK_PLUGINS=a,b``: never load these.
+
+A plugin that raises anything at import or in a hook (``SystemExit`` included; only
+``KeyboardInterrupt`` passes through) is reported like any broken plugin.
 """
 
 from __future__ import annotations
@@ -112,7 +115,9 @@ class PluginHost:
             module = importlib.import_module(module_name)
             self.pm.register(module, name=module_name)
             self._info_by_plugin[id(module)] = info
-        except Exception as exc:  # a broken built-in is reported like any plugin
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a broken built-in is reported like any plugin
             self._fail(info, exc, "import")
 
     def _load_entry_points(self) -> None:
@@ -134,7 +139,9 @@ class PluginHost:
                     continue
                 self.pm.register(plugin, name=f"{dist}:{ep.name}")
                 self._info_by_plugin[id(plugin)] = info
-            except Exception as exc:
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # SystemExit at import too: reported, not fatal to the CLI
                 self._fail(info, exc, "import")
 
     def register_plugin(self, plugin: object, name: str, distribution: str = "local") -> None:
@@ -166,7 +173,9 @@ class PluginHost:
 
                 try:
                     impl.function(register=register)
-                except Exception as exc:
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:
                     self._fail(info, exc, f"register ({hook_name})")
                     continue
                 for comp in pending:
@@ -178,7 +187,9 @@ class PluginHost:
             info = self._info_by_plugin.get(id(impl.plugin))
             try:
                 impl.function(cli=cli)
-            except Exception as exc:
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:
                 if info:
                     self._fail(info, exc, "register (register_commands)")
 

@@ -5,22 +5,65 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from .errors import HarnessError
+from .redact import redact_url
 
 if TYPE_CHECKING:
     from .pipeline import EvalResult, SuiteResult
 
 
 def _clean(value: Any) -> Any:
-    """JSON has no NaN: write it as null."""
+    """JSON has no NaN: write it as null. Credentials a user put in a URL (``http://u:KEY@host``)
+    are masked wherever they appear (a spec, the command line, a base URL)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
+    if isinstance(value, str):
+        return redact_url(value)
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
+        return {(redact_url(k) if isinstance(k, str) else k): _clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_clean(v) for v in value]
     return value
+
+
+def prepare_output(output: str | Path, overwrite: bool = False, members: Sequence[str] = ()) -> Path:
+    """Make sure results can be written to ``output`` before any work is done: create the folder,
+    write and delete a probe file, and refuse a folder that already holds results (``results.json``,
+    or ``<member>/results.json`` for a suite's ``members``) unless ``overwrite``.
+
+    Raises :class:`HarnessError` naming the folder and the reason."""
+    out = Path(output)
+    try:
+        if out.exists() and not out.is_dir():
+            raise HarnessError(f"--output {out} exists and is not a folder; give a folder path")
+        if not overwrite:
+            held = [p for p in (out / "results.json", *(out / m.replace(":", "_") / "results.json" for m in members))
+                    if p.is_file()]
+            if held:
+                raise HarnessError(
+                    f"--output {out} already holds results ({held[0]}"
+                    + (f" and {len(held) - 1} more" if len(held) > 1 else "")
+                    + "); pass --overwrite (overwrite=True in Python) to replace them, or choose another folder"
+                )
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HarnessError(f"cannot create the output folder {out}: {exc.strerror or exc}") from exc
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".harness-write-probe-", dir=out)
+        try:
+            os.write(fd, b"probe\n")
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as exc:
+        raise HarnessError(f"cannot write to the output folder {out}: {exc.strerror or exc}") from exc
+    return out
 
 
 def write_results(result: EvalResult, output: str | Path) -> Path:

@@ -2,7 +2,8 @@
 
 Examples: ``bm25``, ``dense:model=all-MiniLM-L6-v2,batch_size=64``, ``plugin:nv-embed``,
 ``pap:base=dense``, ``pir:perspectrum``. Values are parsed as JSON when they parse (numbers,
-booleans, null, lists) and kept as strings otherwise.
+booleans, null, lists) and kept as strings otherwise. Brackets outside quotes must balance and
+nest at most :data:`MAX_NESTING` deep (quote a value to keep odd brackets in it: ``key='a(b'``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 from .errors import HarnessError
 
 SOURCE_PREFIXES = ("plugin", "builtin")
+MAX_NESTING = 32  # brackets in a spec nest at most this deep
+_PAIRS = {")": "(", "]": "[", "}": "{"}
 
 
 @dataclass(frozen=True)
@@ -49,10 +52,41 @@ def _split_top(s: str, sep: str) -> list[str]:
     return parts
 
 
+def _short(text: str, n: int = 60) -> str:
+    return repr(text if len(text) <= n else text[:n] + "...")
+
+
+def check_brackets(text: str, what: str = "component spec") -> None:
+    """Raise :class:`HarnessError` when brackets outside quotes do not balance or nest more than
+    :data:`MAX_NESTING` deep (which would also make JSON parsing recurse without bound)."""
+    stack: list[str] = []
+    quote = ""
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            stack.append(ch)
+            if len(stack) > MAX_NESTING:
+                raise HarnessError(f"{what} {_short(text)}: brackets nest more than {MAX_NESTING} deep")
+        elif ch in ")]}":
+            if not stack or stack[-1] != _PAIRS[ch]:
+                problem = f"does not close {stack[-1]!r}" if stack else "closes nothing open"
+                raise HarnessError(f"{what} {_short(text)}: unbalanced brackets: {ch!r} at position {i + 1} "
+                                   f"{problem} (quote a value to keep brackets in it: key='a)b')")
+            stack.pop()
+    if stack:
+        raise HarnessError(f"{what} {_short(text)}: unbalanced brackets: {len(stack)} left open "
+                           f"(first {stack[0]!r}; quote a value to keep brackets in it: key='a(b')")
+
+
 def parse_value(raw: str) -> Any:
     raw = raw.strip()
     if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'":
         return raw[1:-1]
+    check_brackets(raw, "component argument value")
     try:
         return json.loads(raw)
     except ValueError:
@@ -63,6 +97,7 @@ def parse_value(raw: str) -> Any:
 
 
 def parse_args(text: str) -> dict[str, Any]:
+    check_brackets(text, "component arguments")
     args: dict[str, Any] = {}
     for part in _split_top(text, ","):
         if not part.strip():
@@ -78,6 +113,7 @@ def parse_spec(text: str) -> ComponentSpec:
     text = text.strip()
     if not text:
         raise HarnessError("empty component spec")
+    check_brackets(text)
     segments = _split_top(text, ":")
     first_arg = next((i for i, s in enumerate(segments) if "=" in s), len(segments))
     path, arg_text = segments[:first_arg], ":".join(segments[first_arg:])

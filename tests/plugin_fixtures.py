@@ -48,3 +48,16 @@ from harness.hookspecs import hookimpl
 def register_rerankers(register):
     raise ValueError("cannot register: missing config")
 """
+
+EXITS_AT_IMPORT = """
+import sys
+sys.exit("this plugin exits at import")
+"""
+
+EXITS_IN_HOOK = """
+from harness.hookspecs import hookimpl
+
+@hookimpl
+def register_retrievers(register):
+    raise SystemExit(3)
+"""

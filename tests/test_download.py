@@ -189,7 +189,7 @@ def test_ensure_task_files(server: ThreadingHTTPServer, data_dir: Path, tmp_path
         ensure_task_files(task, progress=False)
     msg = str(exc.value)
     assert str(tmp_path / "noveleval" / "corpus.tsv") in msg and "HARNESS_DATA" in msg
-    assert "harness data download TASK" in msg and "2 more" in msg
+    assert "`harness data download noveleval`" in msg and "2 more" in msg
     monkeypatch.setenv("HARNESS_AUTO_DOWNLOAD", "1")
     monkeypatch.setenv("HARNESS_DATA_URL", base(server))
     paths = ensure_task_files(task, progress=False)
@@ -237,3 +237,104 @@ def test_cli_download_then_eval_from_a_fresh_data_folder(server: ThreadingHTTPSe
         assert 0 < json.loads(res.output)["nDCG@10"] < 1
     finally:
         hdata.set_data_dir(None)
+
+
+# --- feedback: checksum mismatches, a created folder, progress outside a terminal ---------------
+
+
+@pytest.fixture
+def bad_mirror(data_dir: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A mirror of noveleval whose qrels.txt differs from the published file (one line added)."""
+    root = tmp_path / "mirror"
+    (root / "noveleval").mkdir(parents=True)
+    for name in ("corpus.tsv", "queries.tsv", "qrels.txt"):
+        (root / "noveleval" / name).write_bytes((data_dir / "noveleval" / name).read_bytes())
+    with open(root / "noveleval" / "qrels.txt", "ab") as f:
+        f.write(b"0 Q0 0-0 2\n")
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
+    httpd.mode = "range"  # type: ignore[attr-defined]
+    httpd.requests = []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield base(httpd), root / "noveleval" / "qrels.txt"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)
+
+
+def test_cli_checksum_mismatch_names_file_and_both_hashes(bad_mirror: tuple[str, Path], data_dir: Path,
+                                                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import cli
+
+    url, served = bad_mirror
+    monkeypatch.setenv("HARNESS_PROGRESS", "0")
+    fresh = tmp_path / "data"
+    try:
+        res = CliRunner().invoke(cli, ["data", "download", "noveleval", "--data-dir", str(fresh), "--base-url", url])
+    finally:
+        hdata.set_data_dir(None)
+    expected = sha(data_dir / "noveleval" / "qrels.txt")
+    assert res.exit_code == 2
+    assert f"creating the data folder {fresh} (given by --data-dir)\n" in res.stderr
+    part = fresh / "noveleval" / "qrels.txt.part"
+    assert (f"Error: checksum mismatch for noveleval/qrels.txt downloaded from {url}/noveleval/qrels.txt: "
+            f"expected sha256 {expected}, actual {sha(served)} ({served.stat().st_size} bytes); {part} was deleted; "
+            "the source (or the mirror) serves other content than the task expects\n") in res.stderr, res.stderr
+    assert not part.exists() and not (fresh / "noveleval" / "qrels.txt").exists()
+
+
+def test_redownload_reports_a_changed_file(server: ThreadingHTTPServer, data_dir: Path, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    task = one_file_task(data_dir, "noveleval/queries.tsv")
+    f = task.files[0]
+    target = tmp_path / f.path
+    download_task_files(task, dest=tmp_path, base_url=base(server), progress=False)
+    capsys.readouterr()
+    target.write_bytes(target.read_bytes() + b"edited\n")
+    changed = sha(target)
+    download_task_files(task, dest=tmp_path, base_url=base(server), progress=False)
+    assert capsys.readouterr().err == (
+        f"checksum mismatch in {target}: expected sha256 {f.sha256}, {f.size} bytes, actual {changed} "
+        f"({f.size + 7} bytes); downloading it again\n")
+    assert sha(target) == f.sha256
+
+
+def test_eval_warns_about_a_changed_file(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import cli
+
+    copy = tmp_path / "data" / "noveleval"
+    copy.mkdir(parents=True)
+    for name in ("corpus.tsv", "queries.tsv", "qrels.txt"):
+        (copy / name).write_bytes((data_dir / "noveleval" / name).read_bytes())
+    (copy / "qrels.txt").write_bytes((copy / "qrels.txt").read_bytes() + b"0 Q0 x-1 0\n")  # an edited file
+    monkeypatch.setattr(hdata, "_override", None)
+    monkeypatch.setenv("HARNESS_DATA", str(tmp_path / "data"))
+    res = CliRunner().invoke(cli, ["eval", "--task", "noveleval", "--quiet", "--json"])
+    assert res.exit_code == 0, res.output
+    assert res.stderr == (
+        f"[harness] warning: checksum mismatch in {copy / 'qrels.txt'}: expected sha256 "
+        f"{sha(data_dir / 'noveleval' / 'qrels.txt')}, 5270 bytes, actual {sha(copy / 'qrels.txt')} (5281 bytes); "
+        "using the file as it is (`harness data download noveleval` fetches the published file again)\n")
+
+
+def test_download_progress_outside_a_terminal(server: ThreadingHTTPServer, data_dir: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    task = one_file_task(data_dir, "noveleval/corpus.tsv")
+    monkeypatch.delenv("HARNESS_PROGRESS", raising=False)
+    monkeypatch.setenv("HARNESS_PROGRESS_INTERVAL", "0")  # a line at every chunk instead of every 15 s
+    download_task_files(task, dest=tmp_path / "a", base_url=base(server))
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == f"downloading noveleval/corpus.tsv from {base(server)}/noveleval/corpus.tsv"
+    assert lines[1].startswith("noveleval/corpus.tsv: 65.5kB/385kB (17.0%), ") and "ETA" in lines[1]
+    assert lines[-1].startswith("noveleval/corpus.tsv: 385kB/385kB (100.0%)")
+    assert not any("\r" in line for line in lines)
+    monkeypatch.setenv("HARNESS_PROGRESS", "0")
+    download_task_files(task, dest=tmp_path / "b", base_url=base(server))
+    assert capsys.readouterr().err == f"downloading noveleval/corpus.tsv from {base(server)}/noveleval/corpus.tsv\n"

@@ -64,7 +64,7 @@ def test_resolve_missing_names_path_and_remedies(tmp_path: Path, monkeypatch: py
         hdata.resolve("trec-dl/qrels.dl19-passage.txt")
     msg = str(exc.value)
     assert str(tmp_path / "trec-dl" / "qrels.dl19-passage.txt") in msg
-    assert "HARNESS_DATA" in msg and "--data-dir" in msg and "harness data download TASK" in msg
+    assert f"(looked in the data folder {tmp_path}, from $HARNESS_DATA)" in msg and "--data-dir" in msg
     (tmp_path / "x.txt").write_text("x")
     assert hdata.resolve("x.txt") == tmp_path / "x.txt"
     assert hdata.resolve(tmp_path / "x.txt") == tmp_path / "x.txt"  # absolute paths as given
@@ -395,3 +395,22 @@ def test_beir_qrels_as_hub_jsonl(tmp_path: Path) -> None:
                                                    '{"query-id": "q1", "corpus-id": "d2", "score": "hi"}\n')
     with pytest.raises(DataError, match=r"test.jsonl, line 2: 'score' must be a number"):
         read_beir(tmp_path)
+
+
+def test_hub_qrels_one_rule_for_scores_and_ids(tmp_path):
+    """The one hub-JSONL qrels reader plugins use: numeric strings are numbers, alternate id keys are
+    accepted, a missing score is an error (no silent default), a repeated pair is an error."""
+    from harness.io.beir import read_qrels_records
+
+    p = tmp_path / "test.jsonl"
+    p.write_text('{"query-id": "q1", "corpus-id": "d1", "score": "2"}\n'
+                 '{"query_id": 7, "corpus_id": "d2", "score": 0.5}\n')
+    q = read_qrels_records(p)
+    assert q["q1"]["d1"] == 2 and type(q["q1"]["d1"]) is int and q["7"]["d2"] == 0.5
+    p.write_text('{"query-id": "q1", "corpus-id": "d1"}\n')
+    with pytest.raises(DataError, match="line 1: 'score' must be a number, got None"):
+        read_qrels_records(p)
+    p.write_text('{"query-id": "q1", "corpus-id": "d1", "score": 1}\n'
+                 '{"query-id": "q1", "corpus-id": "d1", "score": 0}\n')
+    with pytest.raises(DataError, match="line 2: document 'd1' judged twice for query 'q1' \\(first on line 1\\)"):
+        read_qrels_records(p)

@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 import harness.llm as llm
-from harness.llm import BadRequest, LLMCache, RetryPolicy, ScriptedReply, TestServer, get_client
+from harness.llm import AuthError, BadRequest, LLMCache, RetryPolicy, ScriptedReply, TestServer, get_client
 from harness.llm.testserver import last_user_text
 
 WORKLOAD = """
@@ -103,11 +103,15 @@ def test_api_key_canary_leaks_nowhere(tmp_path, monkeypatch, caplog, capsys):
         for spec in (f"openai:gpt-4o-mini:base_url={srv.openai_base_url}",
                      f"anthropic:claude-test:base_url={srv.anthropic_base_url}"):
             c = get_client(spec, cache_dir=cache_dir, retry=RetryPolicy.fast(10), max_concurrency=4)
-            out = c.map([f"q{i}" for i in range(20)] + ["bad", "unauthorized"])
+            out = c.map([f"q{i}" for i in range(20)] + ["bad"])
             assert isinstance(out[20], BadRequest)
+            with pytest.raises(AuthError) as fatal:  # a rejected key stops the run; its message names the variable
+                c.chat("unauthorized")
+            assert "_API_KEY" in str(fatal.value)
             results[spec.split(":")[0]] = {
                 "client": c.describe(),
                 "replies": [r.as_dict() if isinstance(r, Exception) else r.to_dict() for r in out],
+                "fatal": fatal.value.as_dict(),
                 "explain": c.explain_miss("q0", temperature=1.0),
             }
             logging.getLogger("harness.llm").info("client %r usage %s", c, c.usage.as_dict())

@@ -15,7 +15,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.llm.cache import diff_payloads, key_of, llm_cache_dir
 from harness.llm.dryrun import DryRun, estimate_input_tokens, placeholder
-from harness.llm.errors import BadRequest, RateLimited
+from harness.llm.errors import BadRequest, ConnectionFailed, LLMTimeout, RateLimited
 from harness.llm.pool import bounded_map
 from harness.llm.pricing import BUILTIN_PRICES, PriceTable
 from harness.llm.providers.base import is_loopback
@@ -140,7 +140,7 @@ def test_parse_retry_after():
 def test_retry_policy_retries_only_retryable():
     calls = []
 
-    def flaky():
+    def flaky(time_left):
         calls.append(1)
         if len(calls) < 3:
             raise RateLimited("slow", retry_after=0.0)
@@ -152,7 +152,7 @@ def test_retry_policy_retries_only_retryable():
 
     calls.clear()
 
-    def bad():
+    def bad(time_left):
         calls.append(1)
         raise BadRequest("no")
 
@@ -163,17 +163,67 @@ def test_retry_policy_retries_only_retryable():
 
 def test_retry_after_is_capped():
     policy = RetryPolicy(max_attempts=2, initial_wait=0.001, retry_after_cap=0.05)
-    n = []
+    n, waits = [], []
 
-    def f():
+    def f(time_left):
         n.append(1)
         if len(n) == 1:
             raise RateLimited("x", retry_after=1000)
         return 1
 
-    t = time.perf_counter()
-    policy.call(f)
-    assert time.perf_counter() - t < 0.5
+    assert policy.call(f, sleep=waits.append) == 1
+    assert waits == [0.05]
+
+
+class FakeClock:
+    """A clock that advances only when slept on (or by an attempt's own duration)."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def test_budget_bounds_a_call_across_attempts():
+    """A hung endpoint: every attempt times out after 30 s; the 100 s budget stops the call after the
+    attempts that fit, and each attempt is told how much of the budget is left."""
+    clock = FakeClock()
+    given = []
+
+    def hang(time_left):
+        given.append(time_left)
+        clock.now += min(30.0, time_left)
+        raise LLMTimeout("no reply within 30 s")
+
+    policy = RetryPolicy(max_attempts=6, initial_wait=1.0, jitter=0.0, budget=100.0)
+    with pytest.raises(LLMTimeout, match="gave up after 4 attempt") as info:
+        policy.call(hang, sleep=clock.sleep, clock=clock)
+    assert clock.now == pytest.approx(100.0)  # 30 + 1 + 30 + 2 + 30 + 4 + the last 3 s
+    assert given[0] == 100.0 and all(b < a for a, b in zip(given, given[1:]))
+    assert "time budget is 100 s" in str(info.value)
+
+
+def test_connection_refused_is_retried_briefly():
+    clock = FakeClock()
+    n = []
+
+    def refused(time_left):
+        n.append(1)
+        raise ConnectionFailed("connection refused")
+
+    waits = []
+
+    def sleep(s):
+        waits.append(s)
+        clock.sleep(s)
+
+    with pytest.raises(ConnectionFailed):
+        RetryPolicy().call(refused, sleep=sleep, clock=clock)
+    assert len(n) == 3 and waits == [0.5, 1.0]  # not the 429 backoff (1, 2, 4, 8, 16 s + jitter)
 
 
 # -- pricing and usage -----------------------------------------------------------------------------

@@ -9,7 +9,14 @@ import pytest
 from harness import plugins
 from harness.errors import AmbiguousComponentError, HarnessError, PluginError, UnknownComponentError
 
-from .plugin_fixtures import BROKEN_IMPORT, BROKEN_REGISTER, GOOD_PLUGIN, make_distribution
+from .plugin_fixtures import (
+    BROKEN_IMPORT,
+    BROKEN_REGISTER,
+    EXITS_AT_IMPORT,
+    EXITS_IN_HOOK,
+    GOOD_PLUGIN,
+    make_distribution,
+)
 
 
 @pytest.fixture
@@ -122,3 +129,31 @@ def test_a_misspelt_argument_gets_close_matches():
         reg.create("retriever", "bm25:k=3")
     with pytest.raises(HarnessError, match="it takes no arguments"):
         reg.create("retriever", "candidates:x=1")
+
+
+def test_plugins_that_exit_are_reported_like_broken_ones(tmp_path, monkeypatch):
+    """``sys.exit`` at import or ``SystemExit`` in a hook used to kill every command, list-plugins included."""
+    import os
+    import subprocess
+
+    make_distribution(tmp_path, "harness-exits", "harness_exits_plugin", EXITS_AT_IMPORT)
+    make_distribution(tmp_path, "harness-exits-hook", "harness_exits_hook_plugin", EXITS_IN_HOOK)
+    make_distribution(tmp_path, "harness-echo", "harness_echo_plugin", GOOD_PLUGIN, "1.2.3")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("HARNESS_STRICT_PLUGINS", raising=False)
+    try:
+        report = _by_dist(plugins.PluginHost())
+        assert report["harness-exits"]["error"] == "import: SystemExit: this plugin exits at import"
+        assert report["harness-exits-hook"]["error"] == "register (register_retrievers): SystemExit: 3"
+        assert report["harness-echo"]["error"] is None
+    finally:
+        for m in ("harness_exits_plugin", "harness_exits_hook_plugin", "harness_echo_plugin"):
+            sys.modules.pop(m, None)
+        plugins.reset()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    for args in (["list-plugins"], ["eval", "--task", "demo", "-q", "--json", "--retriever", "builtin:bm25"]):
+        out = subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, env=env)
+        assert out.returncode == 0, out.stderr
+        assert "Traceback" not in out.stderr
+    assert "SystemExit: this plugin exits at import" in subprocess.run(
+        [sys.executable, "-m", "harness.cli", "list-plugins"], capture_output=True, text=True, env=env).stdout

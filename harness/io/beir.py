@@ -8,6 +8,7 @@ Each table may instead be gzipped (``corpus.jsonl.gz``) or a Parquet export with
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from ..errors import DataError
 from ..qrels import Qrels
 from ..query import Query
 from .jsonl import iter_jsonl_objects
-from .trec import parse_grade
+from .trec import check_new_judgment, parse_grade
 
 QUERY_KNOWN_FIELDS = ("_id", "text", "instruction")
 _ID_HEADERS = {"_id", "id", "docid", "doc_id", "pid", "corpus-id"}
@@ -176,8 +177,10 @@ def read_queries(path: str | os.PathLike[str]) -> dict[str, Query]:
 
 def read_qrels_tsv(path: str | os.PathLike[str]) -> Qrels:
     """BEIR qrels: ``query-id<TAB>corpus-id<TAB>score`` with an optional header line; int or float
-    scores. A 4-field line is read as TREC qrels (``qid 0 docid grade``)."""
+    scores. A 4-field line is read as TREC qrels (``qid 0 docid grade``). A (query, document) pair
+    judged twice is an error naming both lines."""
     qrels = Qrels()
+    seen_at: dict[tuple[str, str], int] = {}
     started = False
     for lineno, line in iter_lines(path):
         if not line.strip():
@@ -199,24 +202,42 @@ def read_qrels_tsv(path: str | os.PathLike[str]) -> Qrels:
         qid, docid, score = parts
         if not qid or not docid:
             raise DataError("empty query or document id", path, lineno)
+        check_new_judgment(seen_at, qid, docid, path, lineno)
         qrels.add(qid, docid, parse_grade(score, path, lineno))
     return qrels
 
 
 def read_qrels_records(path: str | os.PathLike[str]) -> Qrels:
-    """BEIR qrels as records (``query-id``, ``corpus-id``, ``score``): a Parquet export, or the JSONL
-    form the Hugging Face hub releases use (``qrels/test.jsonl``)."""
+    """BEIR qrels as records: a Parquet export, or the JSONL form the Hugging Face hub releases use
+    (``qrels/test.jsonl``). The one rule for every hub-style qrels file (plugins read theirs here):
+
+    - ids: ``query-id`` and ``corpus-id`` (``query_id``/``corpus_id`` accepted); strings or integers;
+    - ``score``: required; a finite JSON number, or a string holding one (some exports write ``"1"``);
+      whole numbers become ints;
+    - a (query, document) pair judged twice is an error naming both lines (or rows)."""
     qrels = Qrels()
+    seen_at: dict[tuple[str, str], int] = {}
     records, unit = _records(Path(path))
     for row, rec in records:
-        qid = as_id(rec.get("query-id"), "'query-id'", path, row, unit)
-        docid = as_id(rec.get("corpus-id"), "'corpus-id'", path, row, unit)
-        score = rec.get("score")
-        if isinstance(score, bool) or not isinstance(score, (int, float)):
-            raise _fail(f"'score' must be a number, got {score!r}", path, row, unit)
-        qrels.add(qid, docid, score)
+        qid = as_id(rec.get("query-id", rec.get("query_id")), "'query-id'", path, row, unit)
+        docid = as_id(rec.get("corpus-id", rec.get("corpus_id")), "'corpus-id'", path, row, unit)
+        check_new_judgment(seen_at, qid, docid, path, row, unit)
+        qrels.add(qid, docid, _score(rec.get("score"), path, row, unit))
     return qrels
 
+
+def _score(raw: Any, path: object, row: int, unit: str) -> float:
+    score = raw
+    if isinstance(raw, str):
+        try:
+            score = float(raw.strip())
+        except ValueError:
+            score = None
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise _fail(f"'score' must be a number, got {raw!r}", path, row, unit)
+    if isinstance(score, float) and not math.isfinite(score):
+        raise _fail(f"'score' must be a finite number, got {raw!r}", path, row, unit)
+    return int(score) if isinstance(score, float) and score.is_integer() else score
 
 
 def read_qrels(path: str | os.PathLike[str]) -> Qrels:

@@ -21,6 +21,10 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
             yield lineno, json.loads(line)
         except json.JSONDecodeError as exc:
             raise DataError(f"invalid JSON: {exc.msg} (column {exc.colno})", path, lineno) from exc
+        except ValueError as exc:  # an integer of more than 4300 digits
+            raise DataError(f"invalid JSON: {exc}", path, lineno) from exc
+        except RecursionError:
+            raise DataError("invalid JSON: nested too deeply", path, lineno) from None
 
 
 def iter_jsonl_objects(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -15,6 +15,7 @@ which together form the corpus.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +49,14 @@ def _id(value: Any, what: str, path: object, where: str) -> str:
 def _score(value: Any, path: object, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise DataError(f"{where}: 'score' must be a number, got {value!r}", path)
-    return float(value)
+    try:
+        score = float(value)
+    except OverflowError:  # an integer beyond the float range
+        score = float("inf")
+    if not math.isfinite(score):
+        shown = repr(value) if isinstance(value, float) else f"{str(value)[:20]}... ({len(str(value))} digits)"
+        raise DataError(f"{where}: 'score' must be a finite number, got {shown}", path)
+    return score
 
 
 def load_json(path: str | os.PathLike[str]) -> Any:
@@ -60,6 +68,10 @@ def load_json(path: str | os.PathLike[str]) -> Any:
             raise DataError(f"invalid JSON: {exc.msg} (column {exc.colno})", path, exc.lineno) from exc
         except UnicodeDecodeError as exc:
             raise DataError(f"not valid UTF-8 ({exc.reason})", path) from exc
+        except ValueError as exc:  # an integer of more than 4300 digits
+            raise DataError(f"invalid JSON: {exc}", path) from exc
+        except RecursionError:
+            raise DataError("invalid JSON: nested too deeply", path) from None
 
 
 def _hit_text(hit: dict[str, Any], path: object, where: str) -> tuple[str, str]:
@@ -77,8 +89,8 @@ def read_rankllm(path: str | os.PathLike[str], name: str | None = None) -> RankL
     """Read a candidate file; errors name the entry and hit (JSON syntax errors the line).
 
     The run (named ``name``, default the file name) keeps each list's order and scores; a hit
-    without a score gets ``len(list) - position``. A query id appearing in two entries, or a
-    document twice in one list, is an error.
+    without a score gets ``len(list) - position``. A query id appearing in two entries, a document
+    twice in one list, or a score that is not a finite number (``NaN``, ``Infinity``), is an error.
     """
     data = load_json(path)
     if not isinstance(data, list):

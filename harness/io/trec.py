@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import re
 from pathlib import Path
@@ -29,13 +30,26 @@ def parse_grade(value: str, path: object, lineno: int | None) -> float:
     return grade
 
 
+def check_new_judgment(
+    seen_at: dict[tuple[str, str], int], qid: str, docid: str, path: object, loc: int, unit: str = "line"
+) -> None:
+    """Record that ``(qid, docid)`` is judged at ``loc``; a pair judged before raises :class:`DataError`
+    naming this line (or Parquet row) and the first one."""
+    first = seen_at.setdefault((qid, docid), loc)
+    if first != loc:
+        message = f"document {docid!r} judged twice for query {qid!r} (first on {unit} {first})"
+        raise DataError(message, path, loc) if unit == "line" else DataError(f"{unit} {loc}: {message}", path)
+
+
 def read_qrels(path: str | os.PathLike[str]) -> Qrels:
     """TREC qrels: ``qid 0|Q0 docid grade`` separated by spaces or tabs; int or float grades.
 
     Blank lines are skipped; a line without exactly four fields raises :class:`DataError` naming it.
-    A repeated (qid, docid) pair keeps the last grade, as trec_eval does.
+    A repeated (qid, docid) pair is an error naming both lines (trec_eval would silently keep the
+    last grade, so a file with a stray duplicate scores differently from what its author meant).
     """
     qrels = Qrels()
+    seen_at: dict[tuple[str, str], int] = {}
     for lineno, line in iter_lines(path):
         parts = line.split()
         if not parts:
@@ -47,6 +61,7 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
                 lineno,
             )
         qid, _, docid, grade = parts
+        check_new_judgment(seen_at, qid, docid, path, lineno)
         qrels.add(qid, docid, parse_grade(grade, path, lineno))
     return qrels
 
@@ -56,7 +71,8 @@ def read_run(path: str | os.PathLike[str], name: str | None = None) -> Run:
 
     Each query's list is ordered as trec_eval orders it: by score descending, ties by docid
     descending (the rank column is ignored). The run's name is ``name`` or the first line's tag.
-    A document listed twice for one query is an error, as it is for trec_eval.
+    A document listed twice for one query is an error, as it is for trec_eval; so are a score that
+    is not a finite number (``nan``, ``inf``) and a file without any run line.
     """
     scores: dict[str, dict[str, float]] = {}
     seen_at: dict[tuple[str, str], int] = {}
@@ -76,6 +92,8 @@ def read_run(path: str | os.PathLike[str], name: str | None = None) -> Run:
             score = float(score_s)
         except ValueError:
             raise DataError(f"score {score_s!r} is not a number", path, lineno) from None
+        if not math.isfinite(score):
+            raise DataError(f"score {score_s!r} is not a finite number", path, lineno)
         if (qid, docid) in seen_at:
             raise DataError(
                 f"document {docid!r} listed twice for query {qid!r} (first on line {seen_at[qid, docid]})",
@@ -86,6 +104,8 @@ def read_run(path: str | os.PathLike[str], name: str | None = None) -> Run:
         scores.setdefault(qid, {})[docid] = score
         if tag is None:
             tag = run_tag
+    if not scores:
+        raise DataError("the run file is empty: no 'qid Q0 docid rank score tag' lines", path)
     return Run.from_scores(scores, name=tag or Path(path).name)
 
 

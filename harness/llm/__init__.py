@@ -26,7 +26,9 @@ _LAZY = {
     # errors
     "LLMError": ".errors", "RateLimited": ".errors", "ServerError": ".errors", "LLMTimeout": ".errors",
     "ConnectionFailed": ".errors", "BadRequest": ".errors", "AuthError": ".errors", "MissingKey": ".errors",
-    "MalformedReply": ".errors", "LogprobsUnsupported": ".errors",
+    "MalformedReply": ".errors", "LogprobsUnsupported": ".errors", "FatalLLMError": ".errors",
+    "ModelNotFound": ".errors", "EndpointUnavailable": ".errors", "RunStopped": ".errors",
+    "Endpoint": ".endpoint", "session_endpoints": ".client",
     # pieces
     "LLMSpec": ".spec", "parse_llm_spec": ".spec",
     "RetryPolicy": ".retry", "Usage": ".usage", "PriceTable": ".pricing",
@@ -42,19 +44,25 @@ if TYPE_CHECKING:  # pragma: no cover
         reset_clients,
         resolve_provider,
         session_clients,
+        session_endpoints,
         session_usage,
     )
     from .dryrun import DryRun  # noqa: F401
+    from .endpoint import Endpoint  # noqa: F401
     from .errors import (  # noqa: F401
         AuthError,
         BadRequest,
         ConnectionFailed,
+        EndpointUnavailable,
+        FatalLLMError,
         LLMError,
         LLMTimeout,
         LogprobsUnsupported,
         MalformedReply,
         MissingKey,
+        ModelNotFound,
         RateLimited,
+        RunStopped,
         ServerError,
     )
     from .pricing import PriceTable  # noqa: F401

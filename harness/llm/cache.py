@@ -14,18 +14,25 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .types import Reply
 
 CACHE_FORMAT = 1
 SUBDIR = "llm"
+#: seconds after which another sender's claim on a request counts as abandoned
+DEFAULT_CLAIM_TTL = 180.0
+T = TypeVar("T")
+log = logging.getLogger("harness.llm")
 
 
 def default_cache_root() -> Path:
@@ -77,12 +84,20 @@ def _clip(m: Any, n: int = 120) -> Any:
 
 class LLMCache:
     """A directory of cached replies. ``get``/``set`` are thread- and process-safe; each ``set``
-    commits at once (a killed run loses no completed call)."""
+    commits at once (a killed run loses no completed call).
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    A corrupt database (truncated, garbage, a bad page) is moved aside to
+    ``cache.db.corrupt-<time>`` with a one-line warning and a fresh one is started, whatever
+    operation met it (``harness cache info`` and ``clear`` included). :meth:`claim` makes threads
+    and processes sharing the folder send each request once."""
+
+    def __init__(self, directory: str | os.PathLike[str], claim_ttl: float = DEFAULT_CLAIM_TTL) -> None:
         self.path = Path(directory)
+        self.claim_ttl = float(claim_ttl)
         self._dc: Any = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._inflight: dict[str, threading.Event] = {}
+        self.recovered: list[Path] = []  # corrupt databases moved aside by this object
 
     def __repr__(self) -> str:
         return f"LLMCache({str(self.path)!r})"
@@ -92,41 +107,81 @@ class LLMCache:
         if self._dc is None:
             with self._lock:
                 if self._dc is None:
-                    import diskcache
-
-                    self.path.mkdir(parents=True, exist_ok=True)
-                    self._dc = diskcache.Cache(
-                        str(self.path), eviction_policy="none", tag_index=True, timeout=60
-                    )
+                    self._dc = self._guard(self._open, reopen=False)
         return self._dc
+
+    def _open(self) -> Any:
+        import diskcache
+
+        self.path.mkdir(parents=True, exist_ok=True)
+        dc = diskcache.Cache(str(self.path), eviction_policy="none", tag_index=True, timeout=60)
+        dc._sql("SELECT COUNT(*) FROM Cache WHERE rowid = 1").fetchall()  # a truncated file fails here
+        return dc
+
+    def _guard(self, fn: Callable[[], T], reopen: bool = True) -> T:
+        """Run ``fn``; on a corrupt database move it aside, start a fresh one and run ``fn`` again."""
+        import sqlite3
+
+        try:
+            return fn()
+        except sqlite3.DatabaseError as exc:
+            with self._lock:
+                self._recover(exc)
+                if reopen:
+                    self._dc = self._open()
+            return fn()
+
+    def _recover(self, exc: BaseException) -> None:
+        if self._dc is not None:
+            try:
+                self._dc.close()
+            except Exception:  # a corrupt database may not even close cleanly
+                pass
+            self._dc = None
+        db = self.path / "cache.db"
+        aside = db.with_name(f"cache.db.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+        for suffix in ("", "-wal", "-shm"):
+            part = db.with_name(db.name + suffix)
+            if part.exists():
+                part.replace(aside.with_name(aside.name + suffix))
+        self.recovered.append(aside)
+        log.warning("harness: the LLM cache database %s was corrupt (%s); moved it to %s and started a fresh "
+                    "cache (replies in the old one will be requested again)", db, exc, aside.name)
+
+    def corrupt_copies(self) -> list[Path]:
+        """Corrupt databases moved aside in this folder (by any process)."""
+        return sorted(self.path.glob("cache.db.corrupt-*")) if self.path.exists() else []
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored entry ``{"key": payload, "reply": {...}, "created": t}`` or None."""
-        raw = self.dc.get(key)
+        raw = self._guard(lambda: self.dc.get(key))
         return None if raw is None else json.loads(raw)
 
     def set(self, key: str, payload: Mapping[str, Any], reply: Reply) -> None:
         entry = {"key": payload, "reply": reply.to_dict(), "created": round(time.time(), 3)}
         tag = f"{payload.get('provider')}:{payload.get('model')}"
-        self.dc.set(key, json.dumps(entry, ensure_ascii=False, separators=(",", ":")), tag=tag)
+        text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
+        self._guard(lambda: self.dc.set(key, text, tag=tag))
 
     def __contains__(self, key: str) -> bool:
-        return key in self.dc
+        return self._guard(lambda: key in self.dc)
 
     def __len__(self) -> int:
-        return len(self.dc)
+        return self._guard(lambda: len(self.dc))
 
     def entries(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        for key in self.dc.iterkeys():
-            raw = self.dc.get(key)
+        for key in self._guard(lambda: list(self.dc.iterkeys())):
+            raw = self._guard(lambda k=key: self.dc.get(k))
             if raw is not None:
                 yield key, json.loads(raw)
 
     def counts_by_model(self) -> dict[str, int]:
+        import sqlite3
+
         try:
-            rows = self.dc._sql("SELECT tag, COUNT(*) FROM Cache GROUP BY tag").fetchall()
+            rows = self._guard(lambda: self.dc._sql("SELECT tag, COUNT(*) FROM Cache GROUP BY tag").fetchall())
             return {str(tag): int(n) for tag, n in rows}
-        except Exception:  # diskcache internals changed: count the slow way
+        except (AttributeError, sqlite3.OperationalError):  # diskcache internals changed: count the slow way
             tags = (f"{e['key'].get('provider')}:{e['key'].get('model')}" for _, e in self.entries())
             return dict(Counter(tags))
 
@@ -135,21 +190,28 @@ class LLMCache:
         return {
             "path": str(self.path),
             "entries": len(self) if exists else 0,
-            "size_bytes": int(self.dc.volume()) if exists else 0,
+            "size_bytes": int(self._guard(lambda: self.dc.volume())) if exists else 0,
             "by_model": self.counts_by_model() if exists else {},
+            "corrupt_copies": [p.name for p in self.corrupt_copies()],
         }
 
     def clear(self, model: str | None = None) -> int:
-        """Remove every entry, or those of one ``provider:model``; returns how many."""
+        """Remove every entry (and corrupt copies moved aside), or those of one ``provider:model``;
+        returns how many entries."""
         if not self.path.exists():
             return 0
-        return int(self.dc.evict(model) if model else self.dc.clear())
+        if model:
+            return int(self._guard(lambda: self.dc.evict(model)))
+        n = int(self._guard(lambda: self.dc.clear()))
+        for copy in self.corrupt_copies():
+            copy.unlink(missing_ok=True)
+        return n
 
     def explain(self, payload: Mapping[str, Any], limit: int = 100_000) -> dict[str, Any]:
         """Is ``payload`` cached? If not, the nearest entry (fewest differing fields, same provider
         and model preferred) and what differs."""
         key = key_of(payload)
-        if key in self.dc:
+        if key in self:
             return {"key": key, "hit": True, "nearest": None, "differences": []}
         best: tuple[int, str, list[dict[str, Any]]] | None = None
         for i, (k, entry) in enumerate(self.entries()):
@@ -163,10 +225,110 @@ class LLMCache:
             return {"key": key, "hit": False, "nearest": None, "differences": [], "note": "cache is empty"}
         return {"key": key, "hit": False, "nearest": best[1], "differences": best[2]}
 
+    # -- one sender per request ---------------------------------------------------------------
+    @contextmanager
+    def claim(self, key: str) -> Iterator[dict[str, Any] | None]:
+        """Hold the right to send request ``key``. Yields the cached entry when another thread or
+        process produced it while we waited (then send nothing), else None (send, ``set``, leave).
+
+        In this process an event per key; across processes a claim file ``claims/<key>`` created
+        exclusively, holding pid, host and time. A claim older than ``claim_ttl`` seconds, or one
+        whose process is gone (same host), is stale and taken over, so a crashed holder blocks
+        nobody for long. A holder whose call fails leaves without an entry: a waiter then sends."""
+        while True:
+            with self._lock:
+                event = self._inflight.get(key)
+                mine = event is None
+                if mine:
+                    event = self._inflight[key] = threading.Event()
+            if not mine:
+                event.wait(self.claim_ttl)
+                entry = self.get(key)
+                if entry is not None:
+                    yield entry
+                    return
+                continue
+            try:
+                entry = self.get(key)
+                if entry is not None:  # finished while we looked
+                    yield entry
+                    return
+                if self._claim_file(key):
+                    try:
+                        yield self.get(key)  # a process may have finished between our get and the claim
+                    finally:
+                        self._release_file(key)
+                    return
+                entry = self._wait_for_process(key)
+                if entry is not None:
+                    yield entry
+                    return
+            finally:
+                with self._lock:
+                    self._inflight.pop(key, None)
+                event.set()
+
+    def _claim_path(self, key: str) -> Path:
+        return self.path / "claims" / key
+
+    def _claim_file(self, key: str) -> bool:
+        """Create ``claims/<key>`` atomically with its content (written aside, then hard-linked, which
+        fails when the name exists), so no reader ever sees a half-written claim."""
+        path = self._claim_path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{key}.{os.getpid()}.{threading.get_ident()}")
+        tmp.write_text(f"{os.getpid()} {socket.gethostname()} {time.time():.3f}\n")
+        try:
+            for _ in range(2):
+                try:
+                    os.link(tmp, path)
+                    return True
+                except FileExistsError:
+                    if not self._stale(path):
+                        return False
+                    path.unlink(missing_ok=True)
+            return False
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def _release_file(self, key: str) -> None:
+        self._claim_path(key).unlink(missing_ok=True)
+
+    def _stale(self, path: Path) -> bool:
+        try:
+            age = time.time() - path.stat().st_mtime
+            fields = path.read_text().split()
+        except OSError:
+            return True  # released meanwhile
+        if age > self.claim_ttl:
+            return True
+        if len(fields) == 3 and fields[1] == socket.gethostname():
+            try:
+                os.kill(int(fields[0]), 0)
+            except ProcessLookupError:
+                return True  # its process is gone
+            except (PermissionError, ValueError):
+                return False
+        return False
+
+    def _wait_for_process(self, key: str) -> dict[str, Any] | None:
+        """Another process holds ``key``: wait until its reply is cached (returned) or its claim is
+        gone or stale (None: the caller tries to claim it)."""
+        path, pause = self._claim_path(key), 0.02
+        while True:
+            time.sleep(pause)
+            pause = min(pause * 1.5, 0.5)
+            entry = self.get(key)
+            if entry is not None:
+                return entry
+            if not path.exists() or self._stale(path):
+                return None
+
     def close(self) -> None:
-        if self._dc is not None:
-            self._dc.close()
-            self._dc = None
+        with self._lock:
+            if self._dc is not None:
+                self._dc.close()
+                self._dc = None
 
 
 _OPEN: dict[Path, LLMCache] = {}

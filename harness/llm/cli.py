@@ -1,6 +1,7 @@
 """Click pieces for the ``harness`` CLI: the ``cache`` group (``info``, ``path``, ``clear``,
 ``explain``) and :func:`llm_options`, the shared ``--llm/--max-concurrency/--dry-run/--cache-dir/
---no-llm-cache/--prices`` options. Imports only click and light modules (``harness --help`` stays fast).
+--no-llm-cache/--prices/--llm-timeout/--llm-connect-timeout/--llm-budget`` options. Imports only
+click and light modules (``harness --help`` stays fast).
 """
 
 from __future__ import annotations
@@ -51,12 +52,26 @@ CACHE_DIR_OPTION = click.option(
 NO_CACHE_OPTION = click.option(
     "--no-llm-cache", is_flag=True, default=False, help="Neither read nor write the LLM reply cache",
 )
+TIMEOUT_OPTION = click.option(
+    "--llm-timeout", type=click.FloatRange(min=0.001), default=None, envvar="HARNESS_LLM_TIMEOUT", metavar="SECONDS",
+    help="Read timeout of one LLM HTTP attempt [default 60; env HARNESS_LLM_TIMEOUT]",
+)
+CONNECT_TIMEOUT_OPTION = click.option(
+    "--llm-connect-timeout", type=click.FloatRange(min=0.001), default=None, envvar="HARNESS_LLM_CONNECT_TIMEOUT",
+    metavar="SECONDS",
+    help="Time to open a connection to an LLM endpoint [default 10; env HARNESS_LLM_CONNECT_TIMEOUT]",
+)
+BUDGET_OPTION = click.option(
+    "--llm-budget", type=click.FloatRange(min=0.001), default=None, envvar="HARNESS_LLM_BUDGET", metavar="SECONDS",
+    help="Time one LLM call may take in all, retries and waits included [default 120; env HARNESS_LLM_BUDGET]",
+)
 PRICES_OPTION = click.option(
     "--prices", type=click.Path(exists=True, dir_okay=False), default=None, envvar="HARNESS_PRICES",
     help="JSON/TOML file overriding LLM prices (USD per 1M tokens) [env HARNESS_PRICES]",
 )
 LLM_OPTIONS = (
-    LLM_OPTION, MAX_CONCURRENCY_OPTION, DRY_RUN_OPTION, CACHE_DIR_OPTION, NO_CACHE_OPTION, PRICES_OPTION
+    LLM_OPTION, MAX_CONCURRENCY_OPTION, DRY_RUN_OPTION, CACHE_DIR_OPTION, NO_CACHE_OPTION, PRICES_OPTION,
+    TIMEOUT_OPTION, CONNECT_TIMEOUT_OPTION, BUDGET_OPTION,
 )
 
 
@@ -67,9 +82,16 @@ def llm_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(f)
     def wrapper(*args: Any, llm: str | None, max_concurrency: int | None, dry_run: bool,
-                cache_dir: str | None, no_llm_cache: bool, prices: str | None, **kwargs: Any) -> Any:
+                cache_dir: str | None, no_llm_cache: bool, prices: str | None, llm_timeout: float | None,
+                llm_connect_timeout: float | None, llm_budget: float | None, **kwargs: Any) -> Any:
+        from dataclasses import replace
+
+        from .settings import current
+
+        retry = replace(current().retry, budget=llm_budget) if llm_budget is not None else None
         settings = configure(llm=llm, max_concurrency=max_concurrency, dry_run=dry_run or None,
-                             cache_dir=cache_dir, use_cache=False if no_llm_cache else None, prices=prices)
+                             cache_dir=cache_dir, use_cache=False if no_llm_cache else None, prices=prices,
+                             timeout=llm_timeout, connect_timeout=llm_connect_timeout, retry=retry)
         return f(*args, llm_settings=settings, **kwargs)
 
     for option in reversed(LLM_OPTIONS):
@@ -120,6 +142,9 @@ def cache_info(cache_dir: str | None, as_json: bool) -> None:
     click.echo(f"size:    {_size(info['size_bytes'])}")
     for model, n in sorted(info["by_model"].items()):
         click.echo(f"  {model:<50} {n:>8}")
+    if info["corrupt_copies"]:
+        click.echo(f"corrupt databases moved aside (kept for inspection; `harness cache clear` removes them): "
+                   f"{', '.join(info['corrupt_copies'])}")
 
 
 @cache_group.command("clear")
@@ -132,9 +157,11 @@ def cache_clear(cache_dir: str | None, model: str | None, yes: bool) -> None:
     what = f"the {model} entries" if model else "every entry"
     if not yes:
         click.confirm(f"Delete {what} in {cache.path}?", abort=True)
+    copies = [] if model else cache.corrupt_copies()
     n = cache.clear(model)
     cache.close()
-    click.echo(f"removed {n} entries from {cache.path}")
+    click.echo(f"removed {n} entries from {cache.path}"
+               + (f" and {len(copies)} corrupt database(s) moved aside earlier" if copies else ""))
 
 
 @cache_group.command("explain")

@@ -5,23 +5,29 @@
     replies = client.map(requests)                                 # independent calls, concurrent
     results = client.run_sequences(rank_one_query, queries)        # sequential per item, parallel across
 
-Order of work in :meth:`Client.chat`: cache lookup -> (dry run: placeholder) -> HTTP call under the
-client's concurrency bound, with retries -> usage -> cache write (at once, before returning).
+Order of work in :meth:`Client.chat`: cache lookup -> (dry run: placeholder) -> claim the request
+(another thread or process sending the same one: wait for its reply) -> the endpoint's first-call
+gate and circuit breaker -> HTTP attempts under the endpoint's concurrency bound, with retries
+inside the call's time budget -> usage -> cache write (at once, before returning).
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from ..errors import HarnessError, UnknownComponentError
+from ..redact import redact_url
 from .cache import CACHE_FORMAT, LLMCache, key_of, llm_cache_dir, open_cache
 from .dryrun import DryRun, placeholder
-from .errors import LLMError, LogprobsUnsupported
+from .endpoint import Endpoint
+from .errors import FatalLLMError, LLMError, LogprobsUnsupported, RunStopped
 from .pool import bounded_map
 from .pricing import PriceTable
 from .retry import RetryPolicy
@@ -55,7 +61,7 @@ class Client:
         dry_run: bool | DryRun = False,
         defaults: ChatOptions | Mapping[str, Any] | None = None,
         spec: str | None = None,
-        semaphore: threading.Semaphore | None = None,
+        endpoint: Endpoint | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
@@ -72,8 +78,12 @@ class Client:
         else:
             self.defaults = ChatOptions().merged(**dict(defaults or {}))
         self.label = f"{provider.name}:{provider.model}"
-        self.spec = spec or self.label
-        self._sem = semaphore or threading.BoundedSemaphore(self.max_concurrency)
+        self.spec = redact_url(spec or self.label)
+        self.endpoint = endpoint or Endpoint(self.label, self.max_concurrency)
+        try:
+            self._timeout_arg = "timeout" in inspect.signature(provider.chat).parameters
+        except (TypeError, ValueError):
+            self._timeout_arg = False
         self._dry_seen: set[str] = set()
         self._dry_lock = threading.Lock()
 
@@ -103,11 +113,12 @@ class Client:
         return msgs, opts, fallback, self._payload(msgs, opts)
 
     def _payload(self, msgs: list[Message], opts: ChatOptions) -> dict[str, Any]:
+        base_url = getattr(self.provider, "base_url", None)
         return {
             "v": CACHE_FORMAT,
             "provider": self.provider.name,
             "model": self.provider.model,
-            "base_url": getattr(self.provider, "base_url", None),
+            "base_url": redact_url(base_url) if base_url else None,  # credentials in a URL never enter a key
             "options": opts.key_dict(),
             "messages": msgs,
         }
@@ -129,15 +140,14 @@ class Client:
 
     # -- calls -----------------------------------------------------------------------------
     def chat(self, messages: Messages, options: ChatOptions | None = None, /, **overrides: Any) -> Reply:
-        """One reply. Raises :class:`LLMError` subclasses once retries are spent (or at once for
-        non-retryable errors); every failure is counted in :attr:`usage`."""
+        """One reply. Raises an :class:`LLMError` (a transport failure of this request) once
+        retries are spent, or a :class:`FatalLLMError` that stops the run (a rejected key, an
+        unknown model); every failure is counted in :attr:`usage` with its message."""
         msgs, opts, fallback, payload = self._prepare(messages, options, overrides)
         key = key_of(payload)
         if self.cache is not None:
-            entry = self.cache.get(key)
-            if entry is not None:
-                reply = Reply.from_dict(entry["reply"], cached=True, fallback=fallback)
-                self.usage.record_hit(self.label, reply)
+            reply = self._hit(self.cache.get(key), opts, fallback)
+            if reply is not None:
                 return reply
         if self.dry_run is not None:
             reply = placeholder(msgs, opts, self.provider.name, self.provider.model, self.dry_run)
@@ -146,11 +156,31 @@ class Client:
                 self._dry_seen.add(key)
             (self.usage.record_hit if seen else self.usage.record_call)(self.label, reply)
             return replace(reply, fallback=fallback)
+        if self.cache is None:
+            return self._send(key, payload, msgs, opts, fallback)
+        with self.cache.claim(key) as entry:  # the same request in flight elsewhere: wait for its reply
+            reply = self._hit(entry, opts, fallback)
+            if reply is not None:
+                return reply
+            return self._send(key, payload, msgs, opts, fallback)
 
+    def _hit(self, entry: dict[str, Any] | None, opts: ChatOptions, fallback: str | None) -> Reply | None:
+        if entry is None:
+            return None
+        reply = Reply.from_dict(entry["reply"], cached=True, fallback=fallback)
+        if opts.logprobs is True and reply.logprobs is None:
+            return None  # cached without logprobs (asked as optional then): not what this request needs
+        self.usage.record_hit(self.label, reply)
+        return reply
+
+    def _send(self, key: str, payload: dict[str, Any], msgs: list[Message], opts: ChatOptions,
+              fallback: str | None) -> Reply:
         retries = 0
 
-        def attempt() -> Reply:
-            with self._sem:
+        def attempt(time_left: float | None) -> Reply:
+            with self.endpoint.slot():
+                if self._timeout_arg:
+                    return self.provider.chat(msgs, opts, timeout=time_left)
                 return self.provider.chat(msgs, opts)
 
         def on_retry(error: LLMError, attempt_number: int) -> None:
@@ -160,14 +190,17 @@ class Client:
             log.debug("%s: attempt %d failed (%s); retrying", self.label, attempt_number, error)
 
         try:
-            reply = self.retry.call(attempt, on_retry)
-        except Exception as error:
+            with self.endpoint.call():
+                reply = self.retry.call(attempt, on_retry)
+        except (LLMError, FatalLLMError) as error:
+            self.endpoint.failed(error)
             self.usage.record_failure(self.label, error)
             log.info("%s: call failed after %d attempt(s): %s", self.label, retries + 1, error)
             raise
+        self.endpoint.succeeded()
         reply = replace(reply, retries=retries, fallback=reply.fallback or fallback)
         self.usage.record_call(self.label, reply)
-        if self.cache is not None and reply.cacheable and not (opts.logprobs and reply.logprobs is None):
+        if self.cache is not None and reply.cacheable:
             self.cache.set(key, payload, reply)
         return reply
 
@@ -189,7 +222,8 @@ class Client:
             except LLMError as error:
                 return error
 
-        return bounded_map(one, requests, max_concurrency or self.max_concurrency, on_result, progress=self.label)
+        with _original_fatal():
+            return bounded_map(one, requests, max_concurrency or self.max_concurrency, on_result, progress=self.label)
 
     def run_sequences(
         self,
@@ -209,17 +243,32 @@ class Client:
             except LLMError as error:
                 return error
 
-        return bounded_map(one, items, max_workers or self.max_concurrency, on_result, progress=self.label)
+        with _original_fatal():
+            return bounded_map(one, items, max_workers or self.max_concurrency, on_result, progress=self.label)
 
     def describe(self) -> dict[str, Any]:
-        """The client's configuration for results.json (never the key)."""
+        """The client's configuration for results.json (never the key, nor credentials in a URL)."""
+        base_url = getattr(self.provider, "base_url", None)
         return {
             "spec": self.spec, "provider": self.provider.name, "model": self.provider.model,
-            "base_url": getattr(self.provider, "base_url", None), "defaults": self.defaults.key_dict(),
+            "base_url": redact_url(base_url) if base_url else None, "defaults": self.defaults.key_dict(),
             "max_concurrency": self.max_concurrency, "dry_run": self.dry_run is not None,
             "cache": None if self.cache is None else str(self.cache.path),
-            "max_attempts": self.retry.max_attempts,
+            "retry": self.retry.as_dict(),
+            "timeouts": {"read_s": getattr(self.provider, "timeout", None),
+                         "connect_s": getattr(self.provider, "connect_timeout", None)},
         }
+
+
+@contextmanager
+def _original_fatal() -> Iterator[None]:
+    """A pool stopped by a fatal error raises the request's own error, not a bystander's copy."""
+    try:
+        yield
+    except RunStopped as stopped:
+        if stopped.original is None:
+            raise
+        raise stopped.original from None
 
 
 # -- construction ------------------------------------------------------------------------------
@@ -227,7 +276,7 @@ _clients: dict[tuple, Client] = {}
 _all_clients: list[Client] = []
 _clients_lock = threading.Lock()
 _price_tables: dict[str | None, PriceTable] = {}
-_semaphores: dict[tuple, threading.Semaphore] = {}
+_endpoints: dict[tuple, Endpoint] = {}
 
 
 def _registry() -> Any:
@@ -243,7 +292,8 @@ def _registry() -> Any:
     return host.registry
 
 
-def resolve_provider(spec: LLMSpec, *, timeout: float | None = None, require_key: bool = True) -> Any:
+def resolve_provider(spec: LLMSpec, *, timeout: float | None = None, connect_timeout: float | None = None,
+                     require_key: bool = True) -> Any:
     """Create the provider a spec names, through the plugin registry (kind ``llm_provider``)."""
     registry = _registry()
     known = set(registry.names("llm_provider"))
@@ -255,6 +305,8 @@ def resolve_provider(spec: LLMSpec, *, timeout: float | None = None, require_key
         kwargs["base_url"] = spec.base_url
     if timeout is not None:
         kwargs.setdefault("timeout", timeout)
+    if connect_timeout is not None:
+        kwargs.setdefault("connect_timeout", connect_timeout)
     try:
         return component.factory(**kwargs)
     except TypeError as exc:
@@ -298,25 +350,32 @@ def get_client(
     timeout = timeout if timeout is not None else s.timeout
     price_path = str(prices) if prices is not None else s.prices
     opts = ChatOptions().merged(**{**parsed.options, **defaults})
-    ident = (str(parsed), str(root), use_cache, conc, dry, retry, timeout, price_path, repr(opts),
+    ident = (str(parsed), str(root), use_cache, conc, dry, retry, timeout, s.connect_timeout, price_path, repr(opts),
              s.dry_run_output_tokens)
     with _clients_lock:
         if shared and ident in _clients:
             return _clients[ident]
-    provider = resolve_provider(parsed, timeout=timeout, require_key=not dry)
-    endpoint = (provider.name, getattr(provider, "base_url", None), int(conc))
-    with _clients_lock:  # clients of one endpoint (and bound) share the in-flight limit
-        semaphore = _semaphores.setdefault(endpoint, threading.BoundedSemaphore(int(conc)))
+    provider = resolve_provider(parsed, timeout=timeout, connect_timeout=s.connect_timeout, require_key=not dry)
+    where = (provider.name, getattr(provider, "base_url", None), int(conc))
+    with _clients_lock:  # clients of one endpoint (and bound) share the in-flight limit and the breaker
+        endpoint = _endpoints.get(where)
+        if endpoint is None:
+            label = f"{provider.name} at {redact_url(where[1])}" if where[1] else provider.name
+            endpoint = _endpoints[where] = Endpoint(label, int(conc), s.max_consecutive_failures)
+    cache = None
+    if use_cache:
+        cache = open_cache(llm_cache_dir(root))
+        cache.claim_ttl = retry.budget + 60.0 if retry.budget else cache.claim_ttl
     client = Client(
         provider,
-        cache=open_cache(llm_cache_dir(root)) if use_cache else None,
+        cache=cache,
         retry=retry,
         max_concurrency=int(conc),
         usage=Usage(_prices(price_path), dry_run=dry),
         dry_run=DryRun(output_tokens=s.dry_run_output_tokens) if dry else False,
         defaults=opts,
         spec=str(parsed),
-        semaphore=semaphore,
+        endpoint=endpoint,
     )
     with _clients_lock:
         if shared:
@@ -345,5 +404,10 @@ def reset_clients() -> None:
     with _clients_lock:
         _clients.clear()
         _all_clients.clear()
-        _semaphores.clear()
+        _endpoints.clear()
         _price_tables.clear()
+
+
+def session_endpoints() -> list[Endpoint]:
+    with _clients_lock:
+        return list(_endpoints.values())

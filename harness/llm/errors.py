@@ -1,15 +1,24 @@
-"""Typed LLM errors. ``retryable`` errors (429, 5xx, timeouts, connection errors) are retried by
-:mod:`harness.llm.retry`; the others fail at once with the provider's message."""
+"""Typed LLM errors, in two families.
+
+- :class:`LLMError`: a *transport failure*, one request got no usable reply (HTTP error, timeout,
+  connection failure, malformed body, or not sent because its endpoint was taken out). It belongs
+  to one request: :meth:`Client.map` returns it in that request's place and the run goes on, but
+  the method was not applied there, so the run is INCOMPLETE unless the user accepts a share.
+  ``retryable`` ones (429, 5xx, timeouts, connection errors) are retried first.
+- :class:`FatalLLMError`: nothing the run sends can succeed (a rejected key, no permission, an
+  unknown model, a provider that cannot give what the method needs). It stops the run at once,
+  before more calls are sent. It is a :class:`HarnessError` but *not* an :class:`LLMError`, so code
+  that handles one request's failure (``except LLMError``) never swallows it.
+"""
 
 from __future__ import annotations
 
 from ..errors import HarnessError
 
 
-class LLMError(HarnessError):
-    """A failed LLM call. ``status``: the HTTP status when there was one."""
-
-    retryable = False
+class _ProviderError(HarnessError):
+    """Shared shape: ``provider``, ``model``, ``status`` (HTTP status when there was one), ``detail``
+    (the provider's own message)."""
 
     def __init__(self, message: str, *, provider: str = "", model: str = "", status: int | None = None):
         self.provider, self.model, self.status = provider, model, status
@@ -18,9 +27,23 @@ class LLMError(HarnessError):
         code = f"HTTP {status}: " if status is not None else ""
         super().__init__(f"{where}{code}{message}")
 
+    @property
+    def kind(self) -> str:
+        """The error's class name, with the HTTP status when there was one (``RateLimited 429``)."""
+        return type(self).__name__ + (f" {self.status}" if self.status is not None else "")
+
     def as_dict(self) -> dict[str, object]:
         """For results files: the error type, status and message (never request headers)."""
         return {"error": type(self).__name__, "status": self.status, "message": str(self)}
+
+
+class LLMError(_ProviderError):
+    """A transport failure: this request got no usable reply."""
+
+    retryable = False
+    #: True when the failure says something about the endpoint rather than this one request
+    #: (counted by the endpoint's circuit breaker)
+    endpoint_level = True
 
 
 class RateLimited(LLMError):
@@ -44,22 +67,40 @@ class ServerError(LLMError):
 
 
 class LLMTimeout(LLMError):
-    """No reply within the client's timeout (or HTTP 408)."""
+    """No reply within the read timeout (or HTTP 408)."""
 
     retryable = True
 
 
 class ConnectionFailed(LLMError):
-    """Could not connect, or the connection dropped."""
+    """Could not connect, or the connection dropped. Retried briefly (a refused connection is not
+    a rate limit: the long backoff meant for 429s would only hide it)."""
 
     retryable = True
 
 
 class BadRequest(LLMError):
-    """A 4xx other than 401/403/408/429: the request itself is wrong; not retried."""
+    """A 4xx other than 401/403/404/408/429: this request is wrong (too long a prompt, say);
+    not retried, and not held against the endpoint."""
+
+    endpoint_level = False
 
 
-class AuthError(LLMError):
+class MalformedReply(LLMError):
+    """The provider answered with something that is not a valid reply (an HTML page, a truncated
+    body, no choices, no logprobs where they were required)."""
+
+
+class EndpointUnavailable(LLMError):
+    """Not sent: the endpoint was taken out after its first call failed, or after too many
+    consecutive failures (see :class:`harness.llm.endpoint.Endpoint`)."""
+
+
+class FatalLLMError(_ProviderError):
+    """Stops the run: no request to this endpoint can succeed as configured."""
+
+
+class AuthError(FatalLLMError):
     """HTTP 401/403: the key is wrong or lacks access."""
 
 
@@ -67,16 +108,25 @@ class MissingKey(AuthError):
     """No API key: raised when the client is created, before any work starts."""
 
 
-class MalformedReply(LLMError):
-    """The provider answered with something that is not a valid reply; counted as a failure."""
+class ModelNotFound(FatalLLMError):
+    """HTTP 404: the model (or the endpoint path) does not exist at this base URL."""
 
 
-class LogprobsUnsupported(LLMError):
+class LogprobsUnsupported(FatalLLMError):
     """Logprobs were required but the provider (Anthropic, or a server without them) gives none.
     Pass ``logprobs="optional"`` to get ``reply.logprobs is None`` and ``reply.fallback`` instead."""
 
 
+class RunStopped(FatalLLMError):
+    """Raised in every other request once one request hit a :class:`FatalLLMError` (``original``)."""
+
+    def __init__(self, message: str, *, original: FatalLLMError | None = None, **kw):
+        self.original = original
+        super().__init__(message, **kw)
+
+
 __all__ = [
     "LLMError", "RateLimited", "ServerError", "LLMTimeout", "ConnectionFailed", "BadRequest",
-    "AuthError", "MissingKey", "MalformedReply", "LogprobsUnsupported",
+    "MalformedReply", "EndpointUnavailable", "FatalLLMError", "AuthError", "MissingKey", "ModelNotFound",
+    "LogprobsUnsupported", "RunStopped",
 ]

@@ -3,7 +3,6 @@ or task per item, results in input order, Ctrl-C honoured."""
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from collections.abc import Callable, Iterable
@@ -14,14 +13,14 @@ R = TypeVar("R")
 
 
 def _progress_bar(total: int | None, label: str | None) -> Any:
-    """A tqdm bar on stderr for long work in a terminal (``HARNESS_PROGRESS=0`` turns it off)."""
-    if not label or not total or total < 2 or os.environ.get("HARNESS_PROGRESS", "1") == "0":
+    """Progress of a batch on stderr (:func:`harness.progress.progress`: a bar in a terminal, a line
+    every 15 s in a log; ``HARNESS_PROGRESS=0`` turns it off), or None."""
+    if not label or not total or total < 2:
         return None
-    if not sys.stderr.isatty() and os.environ.get("HARNESS_PROGRESS") != "1":
-        return None
-    from tqdm import tqdm
+    from ..progress import progress
 
-    return tqdm(total=total, desc=label, unit="call", file=sys.stderr, leave=False)
+    bar = progress(total, label, unit="call", stream=sys.stderr)
+    return bar if bar.enabled else None
 
 
 def bounded_map(

@@ -1,6 +1,8 @@
 """Retries with tenacity: bounded attempts, exponential backoff with jitter, ``Retry-After`` honoured
-(capped). Only :class:`LLMError` subclasses with ``retryable = True`` are retried (429, 5xx, timeouts,
-connection errors). The SDKs' own retries are off (``max_retries=0``), so this is the one layer."""
+(capped), and a time budget per call across all its attempts. Only :class:`LLMError` subclasses with
+``retryable = True`` are retried (429, 5xx, timeouts, connection errors); a refused or dropped
+connection is retried briefly (``connect_attempts``, short waits), not with the backoff meant for
+rate limits. The SDKs' own retries are off (``max_retries=0``), so this is the one layer."""
 
 from __future__ import annotations
 
@@ -10,16 +12,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .errors import LLMError
+from .errors import ConnectionFailed, LLMError
 
 T = TypeVar("T")
+#: an attempt is not started with less than this many seconds of the budget left
+MIN_ATTEMPT_S = 0.5
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
     """``max_attempts`` counts the first try. Waits grow ``initial_wait * exp_base**n`` up to
     ``max_wait``, plus up to ``jitter`` seconds of random jitter; a ``Retry-After`` from the server
-    replaces the computed wait, capped at ``retry_after_cap``."""
+    replaces the computed wait, capped at ``retry_after_cap``. ``budget``: seconds one call may take
+    in all, attempts and waits together (None: unbounded); no attempt starts, and no wait is made,
+    past it. ``connect_attempts``/``connect_wait``: a connection failure is tried at most this many
+    times, waiting ``connect_wait * 2**n`` in between."""
 
     max_attempts: int = 6
     initial_wait: float = 1.0
@@ -27,42 +34,84 @@ class RetryPolicy:
     exp_base: float = 2.0
     jitter: float = 1.0
     retry_after_cap: float = 60.0
+    budget: float | None = 120.0
+    connect_attempts: int = 3
+    connect_wait: float = 0.5
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ValueError("max_attempts must be >= 1")
+        if self.max_attempts < 1 or self.connect_attempts < 1:
+            raise ValueError("max_attempts and connect_attempts must be >= 1")
+        if self.budget is not None and self.budget <= 0:
+            raise ValueError(f"budget must be > 0 seconds, got {self.budget}")
 
     @classmethod
-    def fast(cls, max_attempts: int = 6) -> RetryPolicy:
+    def fast(cls, max_attempts: int = 6, budget: float | None = 120.0) -> RetryPolicy:
         """Millisecond waits, for tests against the loopback server."""
-        return cls(max_attempts, initial_wait=0.001, max_wait=0.01, jitter=0.002, retry_after_cap=0.01)
+        return cls(max_attempts, initial_wait=0.001, max_wait=0.01, jitter=0.002, retry_after_cap=0.01,
+                   budget=budget, connect_wait=0.001)
 
-    def call(self, fn: Callable[[], T], on_retry: Callable[[LLMError, int], None] | None = None) -> T:
-        """Run ``fn`` with retries; ``on_retry(error, attempt_number)`` is called before each wait."""
+    def as_dict(self) -> dict[str, Any]:
+        return {"max_attempts": self.max_attempts, "budget_s": self.budget, "max_wait_s": self.max_wait,
+                "connect_attempts": self.connect_attempts}
+
+    def call(self, fn: Callable[[float | None], T], on_retry: Callable[[LLMError, int], None] | None = None,
+             *, sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> T:
+        """Run ``fn(time_left)`` with retries; ``time_left`` is what remains of the budget (None when
+        unbounded), for the attempt's own timeout. ``on_retry(error, attempt_number)`` is called
+        before each wait. When the budget ends the last error is raised, saying so. ``sleep`` and
+        ``clock`` are injectable (tests)."""
         import tenacity
 
         exp = _exp_wait(tenacity, self)
-        cap = self.retry_after_cap
+        start = clock()
+        deadline = None if self.budget is None else start + self.budget
 
-        def wait(state: tenacity.RetryCallState) -> float:
+        def left() -> float | None:
+            return None if deadline is None else deadline - clock()
+
+        def planned_wait(state: tenacity.RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
+            if isinstance(exc, ConnectionFailed):
+                return self.connect_wait * (2 ** (state.attempt_number - 1))
             after = getattr(exc, "retry_after", None)
             if after is not None:
-                return max(0.0, min(float(after), cap))
+                return max(0.0, min(float(after), self.retry_after_cap))
             return exp(state)
+
+        waits: dict[int, float] = {}
+
+        def wait(state: tenacity.RetryCallState) -> float:
+            return waits.pop(state.attempt_number, None) or planned_wait(state)
+
+        def stop(state: tenacity.RetryCallState) -> bool:
+            exc = state.outcome.exception() if state.outcome else None
+            if state.attempt_number >= self.max_attempts:
+                return True
+            if isinstance(exc, ConnectionFailed) and state.attempt_number >= self.connect_attempts:
+                return True
+            w = planned_wait(state)
+            remaining = left()
+            if remaining is not None and remaining - w < MIN_ATTEMPT_S:
+                if isinstance(exc, LLMError):
+                    exc.args = (f"{exc.args[0]} (gave up after {state.attempt_number} attempt(s) in "
+                                f"{clock() - start:.1f} s: the call's time budget is {self.budget:g} s)",)
+                return True
+            waits[state.attempt_number] = w
+            return False
 
         def before_sleep(state: tenacity.RetryCallState) -> None:
             if on_retry is not None and state.outcome is not None:
                 on_retry(state.outcome.exception(), state.attempt_number)  # type: ignore[arg-type]
 
         retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self.max_attempts),
+            stop=stop,
             wait=wait,
             retry=tenacity.retry_if_exception(lambda e: isinstance(e, LLMError) and e.retryable),
             before_sleep=before_sleep,
+            sleep=sleep,
             reraise=True,
         )
-        return retrying(fn)
+        return retrying(lambda: fn(left()))
 
 
 @functools.lru_cache(maxsize=1)

@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .endpoint import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from .retry import RetryPolicy
 
 DEFAULT_MAX_CONCURRENCY = 8
@@ -16,7 +17,10 @@ DEFAULT_MAX_CONCURRENCY = 8
 class LLMSettings:
     """``llm``: the default spec for LLM components (``--llm``). ``cache_dir``: the harness cache root
     (the LLM cache is its ``llm`` subfolder; None: ``HARNESS_CACHE_DIR`` or the XDG default).
-    ``prices``: a price override file. ``timeout``: seconds per HTTP call (None: provider default)."""
+    ``prices``: a price override file. ``timeout``: read timeout in seconds per HTTP attempt and
+    ``connect_timeout`` the time to connect (None: the provider's defaults, 60 s and 10 s); the
+    call's budget across retries is ``retry.budget``. ``max_consecutive_failures``: an endpoint is
+    taken out after this many failed calls in a row (at once when its first call fails)."""
 
     llm: str | None = None
     cache_dir: str | None = None
@@ -25,7 +29,9 @@ class LLMSettings:
     dry_run: bool = False
     prices: str | None = None
     timeout: float | None = None
+    connect_timeout: float | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES
     dry_run_output_tokens: int = 200
 
     def __post_init__(self) -> None:
@@ -33,10 +39,13 @@ class LLMSettings:
             raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
 
     def as_dict(self) -> dict[str, Any]:
-        """For results.json (no secrets live here)."""
-        return {"llm": self.llm, "cache_dir": self.cache_dir, "use_cache": self.use_cache,
-                "max_concurrency": self.max_concurrency, "dry_run": self.dry_run, "prices": self.prices,
-                "timeout": self.timeout, "max_attempts": self.retry.max_attempts}
+        """For results.json (no secrets live here: a URL's credentials are masked)."""
+        from ..redact import redact_url
+
+        return {"llm": redact_url(self.llm) if self.llm else None, "cache_dir": self.cache_dir,
+                "use_cache": self.use_cache, "max_concurrency": self.max_concurrency, "dry_run": self.dry_run,
+                "prices": self.prices, "timeout": self.timeout, "connect_timeout": self.connect_timeout,
+                "retry": self.retry.as_dict(), "max_consecutive_failures": self.max_consecutive_failures}
 
 
 _settings = LLMSettings()

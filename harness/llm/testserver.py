@@ -42,7 +42,9 @@ _TOKEN_RE = re.compile(r"\s?\w+|\s?[^\w\s]|\s+")
 @dataclass
 class ScriptedReply:
     """Full control over one reply. ``status >= 400`` sends an error with ``error`` as its message;
-    ``malformed`` sends a truncated JSON body; ``hang`` sends nothing until the client gives up."""
+    ``malformed`` sends a truncated JSON body; ``hang`` sends nothing until the client gives up;
+    ``body`` sends exactly these bytes with ``status`` and ``content_type`` (an HTML error page from a
+    proxy, say); ``empty_choices`` sends a well-formed completion with no choices (OpenAI API)."""
 
     text: str = ""
     logprobs: Sequence[Any] | None = None
@@ -54,6 +56,9 @@ class ScriptedReply:
     malformed: bool = False
     hang: bool = False
     no_logprobs: bool = False  # act like a server that cannot return logprobs
+    body: bytes | None = None
+    content_type: str = "application/json"
+    empty_choices: bool = False
 
 
 ReplyScript = None | str | Mapping[str, str] | Sequence[Any] | Callable[[dict], Any]
@@ -305,9 +310,10 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
-    def _send(self, status: int, payload: bytes, headers: Mapping[str, str] | None = None) -> None:
+    def _send(self, status: int, payload: bytes, headers: Mapping[str, str] | None = None,
+              content_type: str = "application/json") -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
@@ -398,6 +404,9 @@ class _Handler(BaseHTTPRequestHandler):
             owner._wait(owner.hang_s)
             self.close_connection = True
             return
+        if script.body is not None:
+            self._send(script.status, script.body, script.headers, script.content_type)
+            return
         if script.status >= 400:
             self._error(api, script.status, script.error or f"scripted error {script.status}", script.headers)
             return
@@ -442,10 +451,11 @@ class _Handler(BaseHTTPRequestHandler):
         message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
         if finish == "refusal":
             message = {"role": "assistant", "content": None, "refusal": text or "I can't help with that."}
+        choices = [] if script.empty_choices else [{"index": 0, "message": message, "logprobs": logprobs,
+                                                     "finish_reason": "stop" if finish == "refusal" else finish}]
         self._json(200, {
             "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": message, "logprobs": logprobs,
-                         "finish_reason": "stop" if finish == "refusal" else finish}],
+            "choices": choices,
             "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
         }, script.headers)
 

@@ -193,8 +193,9 @@ class Reply:
         return bool(self.text.strip()) and not self.refused and not self.dry_run
 
     def to_dict(self) -> dict[str, Any]:
-        """The stored form (no ``cached``/``retries``/``fallback``: those describe one call)."""
-        return {
+        """The stored form (no ``cached``/``retries``: those describe one call; ``fallback`` only
+        when it describes the reply itself, e.g. ``no-logprobs``)."""
+        out = {
             "text": self.text,
             "finish_reason": self.finish_reason,
             "logprobs": None if self.logprobs is None else [t.to_dict() for t in self.logprobs],
@@ -202,11 +203,16 @@ class Reply:
             "model": self.model,
             "provider": self.provider,
         }
+        if self.fallback:
+            out["fallback"] = self.fallback
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], **extra: Any) -> Reply:
         lps = d.get("logprobs")
         u = d.get("usage") or {}
+        extra.setdefault("fallback", None)
+        extra["fallback"] = extra["fallback"] or d.get("fallback")
         return cls(
             text=d["text"],
             finish_reason=d.get("finish_reason"),

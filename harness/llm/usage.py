@@ -16,6 +16,9 @@ from typing import Any
 from .pricing import PriceTable
 from .types import Reply
 
+#: failures kept verbatim (status and message) per model; the rest are counted by kind
+MAX_EXAMPLES = 5
+
 
 @dataclass
 class ModelUsage:
@@ -28,12 +31,15 @@ class ModelUsage:
     cached_input_tokens: int = 0
     cached_output_tokens: int = 0
     errors: Counter[str] = field(default_factory=Counter)
+    failure_examples: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, other: ModelUsage) -> None:
         for name in ("calls", "cache_hits", "retries", "failures", "input_tokens", "output_tokens",
                      "cached_input_tokens", "cached_output_tokens"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.errors.update(other.errors)
+        room = MAX_EXAMPLES - len(self.failure_examples)
+        self.failure_examples.extend(other.failure_examples[:max(room, 0)])
 
 
 class Usage:
@@ -72,10 +78,17 @@ class Usage:
             m.errors[f"retried:{type(error).__name__}"] += 1
 
     def record_failure(self, label: str, error: BaseException) -> None:
+        """A request that got no usable reply: counted by kind (class and HTTP status), the first
+        :data:`MAX_EXAMPLES` kept with the provider's status and message."""
+        kind = getattr(error, "kind", type(error).__name__)
         with self._lock:
             m = self._m(label)
             m.failures += 1
-            m.errors[type(error).__name__] += 1
+            m.errors[kind] += 1
+            if len(m.failure_examples) < MAX_EXAMPLES:
+                as_dict = getattr(error, "as_dict", None)
+                m.failure_examples.append(as_dict() if callable(as_dict) else
+                                          {"error": type(error).__name__, "status": None, "message": str(error)})
 
     # -- reading ---------------------------------------------------------------------------
     def get(self, label: str) -> ModelUsage:
@@ -115,8 +128,10 @@ class Usage:
                 "cached_input_tokens": m.cached_input_tokens, "cached_output_tokens": m.cached_output_tokens,
                 "cost_usd": cost, "price": None if price is None else price.as_dict(),
                 "errors": dict(sorted(m.errors.items())),
+                "failure_examples": list(m.failure_examples),
             }
         t = self.total()
+        failure_kinds = Counter({k: v for k, v in t.errors.items() if not k.startswith("retried:")})
         extra: dict[str, Any] = {}
         if self.dry_run:
             from .dryrun import tokenizer_name
@@ -129,6 +144,7 @@ class Usage:
             "models": models,
             "total": {
                 "calls": t.calls, "cache_hits": t.cache_hits, "retries": t.retries, "failures": t.failures,
+                "failure_kinds": dict(sorted(failure_kinds.items())),
                 "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
                 "cost_usd": round(total_cost, 9), "unpriced_models": unpriced,
             },

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
+from ..errors import HarnessError
+
+MAX_CUTOFF = 1_000_000  # the largest k accepted in ``metric@k`` or ``cutoff=k``
+_INT = re.compile(r"[+-]?[0-9]{1,18}")
+
 # harness name -> (ir-measures name, description)
 STANDARD_ALIASES: dict[str, tuple[str, str]] = {
     "nDCG": ("nDCG", "nDCG@k, trec_eval semantics (graded gain, log2 discount)"),
@@ -15,3 +22,20 @@ STANDARD_ALIASES: dict[str, tuple[str, str]] = {
 }
 
 STANDARD_FAMILIES = {name: desc for name, (_, desc) in STANDARD_ALIASES.items()}
+
+
+def check_cutoff(metric: str, value: object) -> int:
+    """``value`` (an int or the digits after ``@``) as a cutoff k with ``1 <= k <= MAX_CUTOFF``; anything
+    else raises :class:`HarnessError` naming ``metric``."""
+    k = value
+    if isinstance(value, str):
+        k = int(value) if _INT.fullmatch(value.strip()) else None
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_CUTOFF:
+        try:
+            shown = str(value)
+        except ValueError:  # an int beyond Python's 4300-digit str limit
+            shown = "a number of more than 4300 digits"
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        raise HarnessError(f"metric {metric[:80]!r}: the cutoff k must be a whole number from 1 to "
+                           f"{MAX_CUTOFF:,}, got {shown}")
+    return k

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..errors import HarnessError, UnknownComponentError
 from ..registry import Registry
 from ..spec import parse_spec
-from .names import STANDARD_ALIASES
+from .names import STANDARD_ALIASES, check_cutoff
+
+_AT_K = re.compile(r"(?P<family>.+)@(?P<k>[+-]?[0-9]+)")
 
 
 def _registered(registry: Registry, text: str) -> tuple[Any, dict[str, Any]] | None:
@@ -17,18 +20,33 @@ def _registered(registry: Registry, text: str) -> tuple[Any, dict[str, Any]] | N
     except HarnessError:
         return None
     known = registry.components["metric"]
-    family, _, cut = spec.name.partition("@")
-    for name, extra in ((spec.name, {}), (family, {"cutoff": int(cut)} if cut.isdigit() else None)):
+    at_k = _AT_K.fullmatch(spec.name)
+    family = at_k["family"] if at_k else None
+    for name, extra in ((spec.name, {}), (family, {"cutoff": at_k["k"]} if at_k else None)):
         if extra is None or name not in known or name in STANDARD_ALIASES:
             continue
         comp = registry.lookup("metric", name, spec.source)
-        return comp, {**extra, **spec.args}
+        kwargs = {**extra, **spec.args}
+        if kwargs.get("cutoff") is not None:  # from @k or cutoff=k: 1 <= k <= MAX_CUTOFF
+            kwargs["cutoff"] = check_cutoff(text, kwargs["cutoff"])
+        return comp, kwargs
     return None
+
+
+def _is_standard(name: str) -> bool:
+    from .standard import parse_measure
+
+    try:
+        parse_measure(name, check=False)
+    except HarnessError:
+        return False
+    return True
 
 
 def resolve_metrics(registry: Registry, names: list[str]) -> list[Any]:
     """Resolve each name: a registered metric (``WISE``; ``p-recall@10`` is family ``p-recall`` with
     ``cutoff=10``), else a standard measure (``nDCG@10``, ``MRR@10``, any ir-measures syntax).
+    A cutoff (``@k``, ``cutoff=k``) must be a whole number from 1 to :data:`~.names.MAX_CUTOFF`.
     All standard measures are merged into one object so they are computed in one pass."""
     from .standard import StandardMetric, parse_measure
 
@@ -44,8 +62,11 @@ def resolve_metrics(registry: Registry, names: list[str]) -> list[Any]:
                 raise HarnessError(f"metric {text!r}: bad arguments: {exc}") from exc
             continue
         try:
-            parse_measure(text)
+            parse_measure(text, check=False)
         except HarnessError:
+            at_k = _AT_K.fullmatch(text)
+            if at_k and _is_standard(at_k["family"]):  # nDCG@-1: a known measure, a bad k
+                check_cutoff(text, at_k["k"])
             known = {n for n in registry.components["metric"] if n not in STANDARD_ALIASES}
             known |= {f"{n}@10" for n in STANDARD_ALIASES}
             raise UnknownComponentError("metric", text, known) from None

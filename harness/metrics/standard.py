@@ -13,7 +13,7 @@ from typing import Any
 
 from ..components import MetricInput, MetricResult
 from ..errors import HarnessError
-from .names import STANDARD_ALIASES
+from .names import STANDARD_ALIASES, check_cutoff
 
 _NAME = re.compile(r"^(?P<family>[A-Za-z][A-Za-z\-]*)(?P<rest>.*)$")
 
@@ -26,14 +26,19 @@ def to_ir_measures(name: str) -> str:
     return name.strip()
 
 
-def parse_measure(name: str) -> Any:
-    """Parse a name into an ir-measures measure, or raise HarnessError."""
+def parse_measure(name: str, check: bool = True) -> Any:
+    """Parse a name into an ir-measures measure, or raise HarnessError. With ``check``, a cutoff
+    (``@k``, ``cutoff=k``) outside 1..:data:`MAX_CUTOFF` is an error naming the metric."""
     import ir_measures
 
     try:
-        return ir_measures.parse_measure(to_ir_measures(name))
-    except (ValueError, NameError, SyntaxError, TypeError, AttributeError) as exc:
-        raise HarnessError(f"not a standard measure: {name!r} ({exc})") from exc
+        measure = ir_measures.parse_measure(to_ir_measures(name))
+    except (ValueError, NameError, SyntaxError, TypeError, AttributeError, RecursionError) as exc:
+        raise HarnessError(f"not a standard measure: {name[:80]!r} ({str(exc)[:200]})") from exc
+    cutoff = dict(measure.params).get("cutoff")
+    if check and cutoff is not None:
+        check_cutoff(name, cutoff)
+    return measure
 
 
 def native_pytrec(measure: Any) -> tuple[str, int | None] | None:

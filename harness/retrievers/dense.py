@@ -21,7 +21,6 @@ import inspect
 import json
 import logging
 import os
-import sys
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -33,6 +32,7 @@ import numpy as np
 from ..document import Document
 from ..embedding_cache import EmbeddingCache, text_key
 from ..errors import HarnessError
+from ..progress import progress
 from ..query import Query
 from ..run import Run
 from .presets import PRESETS, Preset, detect_preset, get_preset, split_template
@@ -483,33 +483,34 @@ class DenseEncoder:
         eos = getattr(getattr(model, "tokenizer", None), "eos_token", None) or ""
         prefix, suffix = split_template(template, eos)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
-        chunk = max(16 * self.batch_size, 512)
-        show = self.show_progress if self.show_progress is not None else (
-            len(texts) > chunk and sys.stderr.isatty())
-        bar = None
-        if show:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=len(texts), desc=f"{self.label}: encoding", unit="text")
+        batch = self.batch_size
+        chunk = max(16 * batch, 512) // batch * batch  # cache writes: one transaction per chunk
+        # progress advances per encoded batch: a terminal bar for large jobs (or when asked), a plain
+        # line every $HARNESS_PROGRESS_INTERVAL seconds in a log; HARNESS_PROGRESS=0 shows nothing
+        bar = progress(len(texts), f"{self.label}: encoding", unit="text", leave=True,
+                       enabled=self.show_progress is not False,
+                       min_total=0 if self.show_progress else chunk + 1)
         out: np.ndarray | None = None
         t = time.perf_counter()
         try:
             for start in range(0, len(order), chunk):
                 idx = order[start:start + chunk]
-                emb = model.encode([texts[i] + suffix for i in idx], prompt=prefix, batch_size=self.batch_size,
-                                   convert_to_numpy=True, normalize_embeddings=False, show_progress_bar=False)
-                emb = np.asarray(emb, dtype=np.float32).reshape(len(idx), -1)
+                parts = []
+                for b in range(0, len(idx), batch):  # one model call per batch, so progress is per batch
+                    emb = model.encode([texts[i] + suffix for i in idx[b:b + batch]], prompt=prefix,
+                                       batch_size=batch, convert_to_numpy=True, normalize_embeddings=False,
+                                       show_progress_bar=False)
+                    parts.append(np.asarray(emb, dtype=np.float32).reshape(len(idx[b:b + batch]), -1))
+                    bar.update(len(parts[-1]))
+                emb = np.concatenate(parts) if len(parts) > 1 else parts[0]
                 if out is None:
                     out = np.zeros((len(texts), emb.shape[1]), dtype=np.float32)
                 out[idx] = emb
                 self.encoded += len(idx)
                 if keys is not None and self.cache is not None:
                     self.cache.put([keys[i] for i in idx], emb)
-                if bar is not None:
-                    bar.update(len(idx))
         finally:
-            if bar is not None:
-                bar.close()
+            bar.close()
             self.encode_seconds += time.perf_counter() - t
         assert out is not None
         return out

@@ -13,11 +13,10 @@ from typing import Any
 
 from ..errors import MalformedReply
 from ..types import ChatOptions, Message, Reply, TokenCounts
-from .base import BaseProvider, map_sdk_error, resolve_key
+from .base import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, BaseProvider, key_source, map_sdk_error, resolve_key
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 1024
-DEFAULT_TIMEOUT = 120.0
 STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
                 "refusal": "refusal", "tool_use": "tool_calls", "pause_turn": "pause"}
 
@@ -33,16 +32,18 @@ class AnthropicProvider(BaseProvider):
         model: str,
         base_url: str | None = None,
         api_key_env: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float = DEFAULT_READ_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         require_key: bool = True,
         max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> None:
-        super().__init__(model, base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_URL, timeout)
+        super().__init__(model, base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_URL, timeout,
+                         connect_timeout)
         self.default_max_tokens = int(max_tokens)
-        self._api_key = resolve_key(
-            self.name, api_key_env or "ANTHROPIC_API_KEY", self.base_url,
-            require_key=require_key, explicit_env=api_key_env is not None,
-        )
+        env = api_key_env or "ANTHROPIC_API_KEY"
+        self._api_key = resolve_key(self.name, env, self.base_url, require_key=require_key,
+                                    explicit_env=api_key_env is not None)
+        self.key_source = key_source(env, self._api_key)
 
     def normalize_options(self, options: ChatOptions) -> ChatOptions:
         if options.max_tokens is None:
@@ -54,7 +55,7 @@ class AnthropicProvider(BaseProvider):
 
         self._sdk = anthropic
         return anthropic.Anthropic(
-            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+            api_key=self._api_key, **self.sdk_connection(anthropic), max_retries=0, timeout=self.sdk_timeout(anthropic)
         )
 
     def request_body(self, messages: list[Message], options: ChatOptions) -> dict[str, Any]:
@@ -77,13 +78,13 @@ class AnthropicProvider(BaseProvider):
         body["extra_body"] = extra
         return body
 
-    def chat(self, messages: list[Message], options: ChatOptions) -> Reply:
+    def chat(self, messages: list[Message], options: ChatOptions, *, timeout: float | None = None) -> Reply:
         client = self.client()
         body = self.request_body(messages, options)
         try:
-            resp = client.messages.create(**body)
+            resp = client.messages.create(**body, timeout=self.sdk_timeout(self._sdk, timeout))
         except Exception as exc:
-            mapped = map_sdk_error(exc, self._sdk, self)
+            mapped = map_sdk_error(exc, self._sdk, self, timeout)
             if mapped is None:
                 raise
             raise mapped from exc

@@ -13,14 +13,17 @@ import threading
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
+from ...redact import redact_url
 from ..errors import (
     AuthError,
     BadRequest,
     ConnectionFailed,
+    FatalLLMError,
     LLMError,
     LLMTimeout,
     MalformedReply,
     MissingKey,
+    ModelNotFound,
     RateLimited,
     ServerError,
 )
@@ -28,6 +31,8 @@ from ..retry import parse_retry_after
 from ..types import ChatOptions, Message, Reply
 
 DUMMY_KEY = "EMPTY"
+DEFAULT_READ_TIMEOUT = 60.0
+DEFAULT_CONNECT_TIMEOUT = 10.0
 
 
 @runtime_checkable
@@ -43,7 +48,10 @@ class Provider(Protocol):
         """Fill provider defaults (so the cache key holds the effective values)."""
         ...
 
-    def chat(self, messages: list[Message], options: ChatOptions) -> Reply: ...
+    def chat(self, messages: list[Message], options: ChatOptions, *, timeout: float | None = None) -> Reply:
+        """One HTTP call. ``timeout``: the read timeout for this attempt (the client passes what is
+        left of the call's time budget); None: the provider's own."""
+        ...
 
 
 def is_loopback(url: str | None) -> bool:
@@ -77,22 +85,65 @@ def resolve_key(
     )
 
 
+def key_source(env_name: str | None, key: str | None) -> str:
+    """Where a key came from, for messages (never the key itself)."""
+    if key == DUMMY_KEY or not env_name:
+        return "nowhere: no key is configured, the dummy key EMPTY was sent (name a variable with api_key_env=VAR)"
+    return f"${env_name}"
+
+
 class BaseProvider:
-    """Shared plumbing: endpoint identity, key lookup, lazy thread-safe SDK client."""
+    """Shared plumbing: endpoint identity, key lookup, timeouts, lazy thread-safe SDK client.
+
+    ``timeout`` is the read timeout (seconds without a byte of the reply), ``connect_timeout`` the
+    time allowed to open a connection. ``key_source`` says where the key came from, for messages."""
 
     name = "base"
     supports_logprobs = False
 
-    def __init__(self, model: str, base_url: str | None, timeout: float) -> None:
+    def __init__(self, model: str, base_url: str | None, timeout: float = DEFAULT_READ_TIMEOUT,
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
         self.model = model
         self.base_url = base_url.rstrip("/") if base_url else None
         self.timeout = float(timeout)
+        self.connect_timeout = float(connect_timeout)
+        if self.timeout <= 0 or self.connect_timeout <= 0:
+            raise ValueError(f"timeouts must be > 0, got timeout={timeout}, connect_timeout={connect_timeout}")
         self._api_key: str | None = None
+        self.key_source = "no key"
         self._sdk_client: Any = None
         self._lock = threading.Lock()
 
-    def __repr__(self) -> str:  # never shows the key
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+    def __repr__(self) -> str:  # never shows the key, nor credentials in the URL
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.public_url!r})"
+
+    @property
+    def public_url(self) -> str | None:
+        """The base URL with any user info (``user:secret@``) masked: what results and logs show."""
+        return redact_url(self.base_url) if self.base_url else None
+
+    def sdk_connection(self, sdk: Any) -> dict[str, Any]:
+        """``base_url`` (and ``http_client``) for the SDK client. Credentials inside the URL
+        (``http://user:secret@host/v1``) are taken out of it and sent as HTTP Basic auth, as the URL
+        would have had them sent, so no HTTP log line ever shows them."""
+        parts = urlsplit(self.base_url or "")
+        if not (parts.username or parts.password):
+            return {"base_url": self.base_url}
+        host = parts.hostname or ""
+        netloc = f"[{host}]" if ":" in host else host
+        if parts.port:
+            netloc += f":{parts.port}"
+        from urllib.parse import unquote, urlunsplit
+
+        auth = (unquote(parts.username or ""), unquote(parts.password or ""))
+        return {"base_url": urlunsplit(parts._replace(netloc=netloc)),
+                "http_client": sdk.DefaultHttpxClient(auth=auth)}
+
+    def sdk_timeout(self, sdk: Any, read: float | None = None) -> Any:
+        """The SDK's timeout object: ``read`` (default: ``self.timeout``) for reading and writing,
+        ``connect_timeout`` for connecting."""
+        read = self.timeout if read is None else max(0.001, min(float(read), self.timeout))
+        return sdk.Timeout(read, connect=min(self.connect_timeout, read))
 
     def normalize_options(self, options: ChatOptions) -> ChatOptions:
         return options
@@ -109,7 +160,7 @@ class BaseProvider:
     def _make_client(self) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def error(self, cls: type[LLMError], message: str, **kw: Any) -> LLMError:
+    def error(self, cls: type[Any], message: str, **kw: Any) -> Any:
         return cls(message, provider=self.name, model=self.model, **kw)
 
 
@@ -124,13 +175,17 @@ def _body_message(exc: Any) -> str:
     return str(getattr(exc, "message", None) or exc)
 
 
-def map_sdk_error(exc: BaseException, sdk: Any, provider: BaseProvider) -> LLMError | None:
-    """An openai/anthropic SDK exception -> our typed error (None: not an SDK error)."""
+def map_sdk_error(exc: BaseException, sdk: Any, provider: BaseProvider, timeout: float | None = None
+                  ) -> LLMError | FatalLLMError | None:
+    """An openai/anthropic SDK exception -> our typed error (None: not an SDK error). 401/403 and
+    404 are fatal (:class:`AuthError`, :class:`ModelNotFound`): no request of the run can succeed."""
     if isinstance(exc, sdk.APITimeoutError):
-        return provider.error(LLMTimeout, f"no reply within {provider.timeout:g} s")
+        read = provider.timeout if timeout is None else min(timeout, provider.timeout)
+        return provider.error(LLMTimeout, f"no reply within {read:g} s (read timeout; "
+                              f"connect timeout {provider.connect_timeout:g} s)")
     if isinstance(exc, sdk.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
-        return provider.error(ConnectionFailed, f"connection failed: {cause or exc}")
+        return provider.error(ConnectionFailed, f"connection to {provider.public_url} failed: {cause or exc}")
     if isinstance(exc, sdk.APIStatusError):
         status = exc.status_code
         msg = _body_message(exc)
@@ -142,7 +197,11 @@ def map_sdk_error(exc: BaseException, sdk: Any, provider: BaseProvider) -> LLMEr
         if status == 408:
             return provider.error(LLMTimeout, msg, status=status)
         if status in (401, 403):
-            return provider.error(AuthError, msg, status=status)
+            what = "the key was rejected" if status == 401 else "the key lacks access"
+            return provider.error(AuthError, f"{msg} ({what}; key from {provider.key_source})", status=status)
+        if status == 404:
+            return provider.error(ModelNotFound, f"{msg} (model {provider.model!r} or its route not found at "
+                                  f"{provider.public_url})", status=status)
         return provider.error(BadRequest, msg, status=status)
     if isinstance(exc, sdk.APIResponseValidationError | ValueError):
         return provider.error(MalformedReply, f"invalid reply body: {exc}")

@@ -1,4 +1,4 @@
-"""BIRCO datasets: the released pickles read through the restricted unpickler.
+"""BIRCO datasets: the released pickles read through :mod:`harness_birco.unpickler` (no code runs).
 
 A pickle is ``{"query": {qid: text}, "corpus": {cid: text}, "qrel": {qid: {cid: relevance}}}``; a
 query's candidate pool is the keys of ``qrel[qid]`` (zeros included). Relevance is binary (ArguAna, WTB,
@@ -25,36 +25,73 @@ from harness.run import Run
 
 from . import TASKS
 from .objectives import OBJECTIVES
-from .unpickler import load, plain
+from .unpickler import load
 
 
-def _grade(v: Any) -> float | int:
-    v = plain(v)
-    if isinstance(v, bool):
-        return int(v)
-    if isinstance(v, int):
+def _id(v: Any, what: str, path: Any) -> str:
+    """A query or document id (``str``, or an ``int`` written as ``str``)."""
+    if type(v) is str:
         return v
-    f = float(v)
-    return f
+    if type(v) is int:
+        return str(v)
+    raise DataError(f"{what}: expected a str (or int) id, got {type(v).__name__}", path)
+
+
+def _grade(v: Any, where: str, path: Any) -> float | int:
+    """A relevance grade: an ``int`` (``bool`` as 0/1) or ``float``, kept as given."""
+    if type(v) is bool:
+        return int(v)
+    if type(v) in (int, float):
+        return v
+    raise DataError(f"{where}: expected a number as relevance, got {type(v).__name__}", path)
+
+
+def _mapping(v: Any, where: str, expected: str, path: Any) -> dict:
+    if not isinstance(v, dict):
+        raise DataError(f"{where}: expected a dict {expected}, got {type(v).__name__}", path)
+    return v
+
+
+def _texts(raw: dict, key: str, path: Any) -> dict[str, str]:
+    out = {}
+    for k, v in _mapping(raw[key], repr(key), "{id: text}", path).items():
+        i = _id(k, f"{key!r} key", path)
+        if type(v) is not str:
+            raise DataError(f"{key!r}[{i!r}]: expected a str text, got {type(v).__name__}", path)
+        out[i] = v
+    return out
 
 
 def read_set(path: Any) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, float | int]]]:
-    """``(queries, corpus, qrel)`` of one BIRCO pickle, ids as ``str``."""
+    """``(queries, corpus, qrel)`` of one BIRCO pickle, ids as ``str``; a wrong shape is a :class:`DataError`."""
     raw = load(path)
     if not isinstance(raw, dict) or not {"query", "corpus", "qrel"} <= set(raw):
-        raise DataError("not a BIRCO pickle: expected a dict with keys 'query', 'corpus', 'qrel'", path)
-    queries = {str(k): str(v) for k, v in raw["query"].items()}
-    corpus = {str(k): str(v) for k, v in raw["corpus"].items()}
-    qrel = {str(q): {str(d): _grade(g) for d, g in pool.items()} for q, pool in raw["qrel"].items()}
+        got = (f"a dict without {sorted({'query', 'corpus', 'qrel'} - set(raw))}" if isinstance(raw, dict)
+               else f"a {type(raw).__name__}")
+        raise DataError(f"not a BIRCO pickle: expected a dict with keys 'query', 'corpus', 'qrel', got {got}", path)
+    queries = _texts(raw, "query", path)
+    corpus = _texts(raw, "corpus", path)
+    qrel: dict[str, dict[str, float | int]] = {}
+    for q, pool in _mapping(raw["qrel"], "'qrel'", "{qid: {cid: relevance}}", path).items():
+        qid = _id(q, "'qrel' key", path)
+        where = f"'qrel'[{qid!r}]"
+        qrel[qid] = {_id(d, f"{where} key", path): _grade(g, f"{where}[{d!r}]", path)
+                     for d, g in _mapping(pool, where, "{cid: relevance}", path).items()}
     return queries, corpus, qrel
 
 
 def read_ranks(path: Any) -> dict[str, list[str]]:
     """A ranking in BIRCO's submission format, ``{qid: [cid, ...]}`` best first."""
     raw = load(path)
-    if not isinstance(raw, dict) or not all(isinstance(v, list | tuple) for v in raw.values()):
-        raise DataError("not a BIRCO ranking: expected {qid: [cid, ...]}", path)
-    out = {str(q): [str(d) for d in docs] for q, docs in raw.items()}
+    if not isinstance(raw, dict):
+        raise DataError(f"not a BIRCO ranking: expected a dict {{qid: [cid, ...]}}, got {type(raw).__name__}", path)
+    out = {}
+    for q, docs in raw.items():
+        qid = _id(q, "ranking key", path)
+        if not isinstance(docs, list | tuple):
+            raise DataError(f"ranking of query {qid!r}: expected a list of document ids, got {type(docs).__name__}",
+                            path)
+        out[qid] = [_id(d, f"ranking of query {qid!r}", path) for d in docs]
     for q, docs in out.items():
         if len(set(docs)) != len(docs):
             raise DataError(f"ranking of query {q!r} has {len(docs) - len(set(docs))} repeated document ids "

@@ -7,7 +7,9 @@ objective ("+O", ``objective=true``: the query's ``instruction``, which BIRCO ta
 - ``birco-subtask``: the same criteria call; its criteria lines become requirements (at most
   ``max_requirements``); one call per (requirement, passage); the passage scores the mean.
 
-An unparseable reply, a refused or failed call scores 0 and is counted. Ties are broken by the incoming
+An unparseable or refused reply scores 0 and is counted (a reply-quality failure, part of what is
+measured). A call that got no reply (a transport failure) scores 0 too, but is counted apart
+(``transport_failures``, per query) and makes the run INCOMPLETE. Ties are broken by the incoming
 order (the E5-large-v2 order when the task's candidates are the first stage): a plain lexicographic sort
 on (score desc, incoming rank), not the released ``+0.01*i`` bump, which can cross score levels.
 A dry run assumes ``max_requirements`` requirements per query for Subtask (the estimate is then an upper
@@ -66,6 +68,7 @@ class _Pointwise:
         self._lock = threading.Lock()
         self._stats: Counter[str] = Counter()
         self._failures: dict[str, int] = {}
+        self._transport: Counter[str] = Counter()
         self.last_scores: dict[str, dict[str, float]] = {}
         self.last_criteria: dict[str, str] = {}
 
@@ -87,11 +90,12 @@ class _Pointwise:
         out: dict[Any, float] = {}
         st: Counter[str] = Counter()
         fails: Counter[str] = Counter()
+        transport: Counter[str] = Counter()
         for key, reply in zip(keys, replies):
             st["prompts"] += 1
-            if isinstance(reply, LLMError) or isinstance(reply, Exception):
-                st["errors"] += 1
-                fails[key[0]] += 1
+            if isinstance(reply, LLMError):
+                st["transport_failures"] += 1
+                transport[key[0]] += 1
                 out[key] = 0.0
                 continue
             st["cache_hits" if reply.cached else "calls"] += 1
@@ -109,6 +113,7 @@ class _Pointwise:
             out[key] = value
         with self._lock:
             self._stats.update(st)
+            self._transport.update(transport)
             for q, n in fails.items():
                 self._failures[q] = self._failures.get(q, 0) + n
         return out
@@ -116,7 +121,7 @@ class _Pointwise:
     def _criteria(self, queries: Mapping[str, Query], run: Run, corpus: Mapping[str, Document]
                   ) -> dict[str, tuple[str, bool]]:
         """One criteria call per query on its top passage: ``qid -> (criteria text, dry_run)``."""
-        from harness.llm import user
+        from harness.llm import LLMError, user
 
         qids = [q for q in run if run.doc_ids(q)]
         prompts = []
@@ -127,10 +132,12 @@ class _Pointwise:
         replies = self.client.map([[user(p)] for p in prompts]) if prompts else []
         out: dict[str, tuple[str, bool]] = {}
         st: Counter[str] = Counter()
+        transport: Counter[str] = Counter()
         for q, reply in zip(qids, replies):
             st["criteria_prompts"] += 1
-            if isinstance(reply, Exception):
-                st["criteria_errors"] += 1
+            if isinstance(reply, LLMError):
+                st["criteria_transport_failures"] += 1
+                transport[q] += 1
                 out[q] = ("", False)
                 continue
             st["cache_hits" if reply.cached else "calls"] += 1
@@ -144,6 +151,7 @@ class _Pointwise:
             out[q] = (text, False)
         with self._lock:
             self._stats.update(st)
+            self._transport.update(transport)
             self.last_criteria.update({q: c for q, (c, _) in out.items()})
         return out
 
@@ -188,13 +196,14 @@ class _Pointwise:
             out = {
                 "queries": s["queries"], "pairs": s["pairs"], "prompts": s["prompts"] + s["criteria_prompts"],
                 "calls": s["calls"], "cache_hits": s["cache_hits"],
-                "parse_failures": s["parse_failures"], "errors": s["errors"] + s["criteria_errors"],
-                "refused": s["refused"], "dry_run": s["dry_run"],
+                "parse_failures": s["parse_failures"], "refused": s["refused"], "dry_run": s["dry_run"],
                 "failures_per_query": dict(self._failures),
+                "transport_failures": s["transport_failures"] + s["criteria_transport_failures"],
+                "transport_failures_per_query": dict(self._transport),
             }
             if self.protocol in ("reason", "subtask"):
                 out.update({"criteria_prompts": s["criteria_prompts"], "criteria_failures": s["criteria_failures"],
-                            "criteria_errors": s["criteria_errors"]})
+                            "criteria_transport_failures": s["criteria_transport_failures"]})
             if self.protocol == "subtask":
                 out["requirements"] = s["requirements"]
                 out["requirement_prompts"] = s["prompts"]

@@ -9,7 +9,7 @@ from harness.errors import DataError
 from harness.pipeline import evaluate
 
 import harness_birco
-from harness_birco.data import load_birco
+from harness_birco.data import load_birco, read_ranks, read_set
 from harness_birco.objectives import OBJECTIVES
 
 #: Table 5/7: E5-large-v2 nDCG@10 / R@5 (x100)
@@ -116,3 +116,51 @@ def test_suite_and_rank_file(birco_dir, tmp_path):
     b = evaluate("birco:wtb", progress=False)
     assert a.metrics == b.metrics
     assert load(e5)
+
+
+GOOD_SET = {"query": {"q1": "text"}, "corpus": {"d1": "doc", "d2": "doc 2"}, "qrel": {"q1": {"d1": 1, "d2": 0}}}
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ([GOOD_SET], r"expected a dict with keys 'query', 'corpus', 'qrel', got a list"),
+    ({"query": {}, "corpus": {}}, r"got a dict without \['qrel'\]"),
+    ({**GOOD_SET, "query": [("q1", "text")]}, r"'query': expected a dict \{id: text\}, got list"),
+    ({**GOOD_SET, "corpus": {"d1": ["doc"]}}, r"'corpus'\['d1'\]: expected a str text, got list"),
+    ({**GOOD_SET, "corpus": {None: "doc"}}, r"'corpus' key: expected a str \(or int\) id, got NoneType"),
+    ({**GOOD_SET, "qrel": {"q1": ["d1", "d2"]}}, r"'qrel'\['q1'\]: expected a dict \{cid: relevance\}, got list"),
+    ({**GOOD_SET, "qrel": {"q1": {"d1": "1"}}}, r"'qrel'\['q1'\]\['d1'\]: expected a number as relevance, got str"),
+    ({**GOOD_SET, "qrel": {"q1": {"d1": None}}}, r"expected a number as relevance, got NoneType"),
+])
+def test_set_of_the_wrong_shape_is_a_data_error(tmp_path, raw, message):
+    import pickle
+
+    path = tmp_path / "test_set.pickle"
+    path.write_bytes(pickle.dumps(raw))
+    with pytest.raises(DataError, match=message) as err:
+        read_set(path)
+    assert str(path) in str(err.value)
+
+
+def test_set_of_the_right_shape(tmp_path):
+    import pickle
+
+    path = tmp_path / "test_set.pickle"
+    path.write_bytes(pickle.dumps({**GOOD_SET, "qrel": {7: {"d1": True, "d2": 0.5}}, "query": {7: "text"}}))
+    assert read_set(path) == ({"7": "text"}, GOOD_SET["corpus"], {"7": {"d1": 1, "d2": 0.5}})
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    (["q1", ["d1"]], r"expected a dict \{qid: \[cid, \.\.\.\]\}, got list"),
+    ({"q1": "d1 d2"}, r"ranking of query 'q1': expected a list of document ids, got str"),
+    ({"q1": {"d1": 1}}, r"ranking of query 'q1': expected a list of document ids, got dict"),
+    ({"q1": ["d1", 2.5]}, r"ranking of query 'q1': expected a str \(or int\) id, got float"),
+    ({"q1": ["d1", "d1"]}, r"1 repeated document ids"),
+])
+def test_ranks_of_the_wrong_shape_are_a_data_error(tmp_path, raw, message):
+    import pickle
+
+    path = tmp_path / "e5_rank.pickle"
+    path.write_bytes(pickle.dumps(raw))
+    with pytest.raises(DataError, match=message) as err:
+        read_ranks(path)
+    assert str(path) in str(err.value)

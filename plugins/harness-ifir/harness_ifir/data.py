@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.data import file_identity, iter_lines, locate, missing_message, open_text
+from harness.data import POINT_ELSEWHERE, file_identity, iter_lines, locate, missing_message, open_text
 from harness.dataset import Dataset
 from harness.document import Document
 from harness.errors import DataError
@@ -43,8 +43,13 @@ def subset_dir(subset: str, path: str | None = None) -> Path:
     rel = path if path else f"ifir/{subset}"
     full = locate(rel)
     if not full.is_dir():
-        raise DataError(missing_message(rel, full) + f". The IFIR-EVAL subset {subset!r} is expected there in "
-                        f"the released layout ({subset}-corpus.jsonl, test_data.json); see docs/ifir.md")
+        absolute = Path(rel).expanduser().is_absolute()
+        remedy = (f"IFIR-EVAL is not published for download, so harness cannot fetch it: put the subset's folder "
+                  f"there ({subset}-corpus.jsonl and test_data.json, as released; see docs/ifir.md)")
+        if not absolute:
+            remedy += f", or point to a data folder that holds ifir/{subset}/ with {POINT_ELSEWHERE}"
+        msg = missing_message(rel, full, what=f"IFIR-EVAL subset {subset!r}", remedy=remedy + ".")
+        raise DataError(msg + (f". {remedy}." if absolute else ""))
     return full
 
 

@@ -7,8 +7,9 @@ query-only and the instructed rankings are judged against the same instruction.
 
 Requests: the prompt template of the query's subset and level (``prompts.py``), temperature 0,
 top_p 0.7, top_logprobs 10, logprobs optional (a provider without them gives the parsed integer,
-recorded as ``fallback``). Scores: ``geval.py``. A failed judgment (LLM error, unparseable reply,
-dry-run placeholder) has ``score=None`` and is counted in ``stats()``.
+recorded as ``fallback``). Scores: ``geval.py``. A failed judgment has ``score=None`` and is counted
+in ``stats()``: an unparseable reply or a dry-run placeholder as ``unparseable``/``dry_run``, a call
+that got no reply as ``transport_failures`` (per query too; it makes the run INCOMPLETE).
 
 Every judgment is an LLM reply, cached by the LLM layer on (provider, model, options, messages); the
 messages hold the template text, the instruction and the document, so the same (prompt version,
@@ -64,6 +65,7 @@ class InstfolJudge:
         self.client = get_client(llm, temperature=self.temperature, top_p=self.top_p)
         self._lock = threading.Lock()
         self._stats: Counter[str] = Counter()
+        self._transport: Counter[str] = Counter()
 
     def request(self, query: Query, doc: Document) -> tuple[str, dict[str, Any]]:
         tpl = self.templates.for_meta(query.meta)
@@ -78,6 +80,7 @@ class InstfolJudge:
 
         out = Judgments()
         st: Counter[str] = Counter()
+        transport: Counter[str] = Counter()
         pairs: list[tuple[str, str, str]] = []  # (qid, docid, request key)
         unique: dict[str, tuple[str, dict[str, Any]]] = {}
         for qid in run:
@@ -101,7 +104,8 @@ class InstfolJudge:
                 err = reply.as_dict() if hasattr(reply, "as_dict") else {"message": str(reply)}
                 out.add(Judgment(qid, d, None, {"error": f"LLM call failed: {type(reply).__name__}", "llm_error": err,
                                                 "template": name}))
-                st["errors"] += 1
+                st["transport_failures"] += 1
+                transport[qid] += 1
                 st["failed"] += 1
                 continue
             scored = geval_score(reply.text, reply.logprobs, max_score=self.max_score, min_prob=self.min_prob)
@@ -127,6 +131,7 @@ class InstfolJudge:
                 st["cache_hits" if r.cached else "calls"] += 1
         with self._lock:
             self._stats.update(st)
+            self._transport.update(transport)
         return out
 
     def config(self) -> dict[str, Any]:
@@ -142,5 +147,6 @@ class InstfolJudge:
     def stats(self) -> dict[str, Any]:
         with self._lock:
             s = self._stats
-            return {k: s[k] for k in ("pairs", "calls", "cache_hits", "errors", "unparseable", "failed", "fallback",
-                                      "dry_run")}
+            return {**{k: s[k] for k in ("pairs", "calls", "cache_hits", "unparseable", "failed", "fallback",
+                                         "dry_run", "transport_failures")},
+                    "transport_failures_per_query": dict(self._transport)}

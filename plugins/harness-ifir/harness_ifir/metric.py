@@ -47,17 +47,26 @@ def paired_scores(base: list[float | None], target: list[float | None]) -> tuple
     return sq, si, dropped
 
 
+DEFAULT_CUTOFF = 20
+
+
 class Instfol:
     """Options: ``cutoff`` (20; ``instfol@10`` sets it), ``pooled`` (false), ``base`` / ``target``
-    (the modes compared: ``query`` / ``instructed``), ``max_score`` (3)."""
+    (the modes compared: ``query`` / ``instructed``), ``max_score`` (3).
+
+    Result keys carry a cutoff that was given, as ``nDCG@k`` does: ``instfol`` (the default 20),
+    ``instfol@10``, ``instfol@10_L1``..., so ``-m instfol -m instfol@10`` keep both."""
 
     per_mode = False
 
-    def __init__(self, cutoff: int = 20, pooled: bool = False, base: str = "query", target: str = "instructed",
-                 max_score: float = 3.0):
-        self.cutoff, self.pooled, self.base, self.target = int(cutoff), bool(pooled), base, target
+    def __init__(self, cutoff: int | None = None, pooled: bool = False, base: str = "query",
+                 target: str = "instructed", max_score: float = 3.0):
+        self.cutoff = DEFAULT_CUTOFF if cutoff is None else int(cutoff)
+        if self.cutoff < 1:
+            raise HarnessError(f"instfol: cutoff must be >= 1, got {cutoff}")
+        self.pooled, self.base, self.target = bool(pooled), base, target
         self.max_score = float(max_score)
-        self.key = "instfol_pooled" if self.pooled else "instfol"
+        self.key = ("instfol_pooled" if self.pooled else "instfol") + ("" if cutoff is None else f"@{self.cutoff}")
         self.names = [self.key]
 
     def compute(self, inp: MetricInput) -> MetricResult:
@@ -100,7 +109,7 @@ class Instfol:
             for qid, sq, si in items:
                 r = instfol_ratio(sum(si) / len(si), sum(sq) / len(sq), self.max_score)
                 ratios.append(r)
-                per_query[qid] = {"instfol": 100.0 * r}
+                per_query[qid] = {self.key: 100.0 * r}
             if self.pooled:
                 allq = [s for _, sq, _ in items for s in sq]
                 alli = [s for _, _, si in items for s in si]

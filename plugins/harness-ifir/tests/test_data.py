@@ -63,3 +63,50 @@ def test_registered_tasks_and_suite(registry):
     assert sorted(ds.queries["query"]) == ["q1-L1", "q2-L1"]
     with pytest.raises(HarnessError):
         registry.create("dataset", "ifir:cds")  # not in the fixture
+
+
+def _cli(registry, monkeypatch, *args):
+    from click.testing import CliRunner
+    from harness import plugins
+    from harness.cli import cli
+
+    monkeypatch.setattr(plugins, "get_registry", lambda *a, **k: registry)
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_missing_subset_suggests_what_works(registry, tmp_path, monkeypatch):
+    """The message names the folder and the layout; it suggests no download (there is none to run)."""
+    monkeypatch.setenv("HARNESS_DATA", str(tmp_path))
+    res = _cli(registry, monkeypatch, "eval", "--task", "ifir:fiqa")
+    assert res.exit_code == 2
+    assert res.stderr == (
+        f"Error: IFIR-EVAL subset 'fiqa' not found: {tmp_path / 'ifir' / 'fiqa'} (looked in the data folder "
+        f"{tmp_path}, from $HARNESS_DATA). IFIR-EVAL is not published for download, so harness cannot fetch it: put "
+        "the subset's folder there (fiqa-corpus.jsonl and test_data.json, as released; see docs/ifir.md), or point "
+        "to a data folder that holds ifir/fiqa/ with HARNESS_DATA=/path/to/data or `--data-dir /path/to/data`.\n")
+    with pytest.raises(DataError, match=r"^IFIR-EVAL subset 'aila' not found: /nowhere/aila\. IFIR-EVAL is not "
+                                        r"published for download.*see docs/ifir\.md\)\.$"):
+        load_ifir("aila", path="/nowhere/aila")
+
+
+def test_data_download_says_there_is_nothing_to_fetch(registry, tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_DATA", str(tmp_path))
+    res = _cli(registry, monkeypatch, "data", "download", "ifir:fiqa")
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr.startswith(
+        "Error: ifir:fiqa: nothing to download: the task publishes no files for harness to fetch, and its data is "
+        f"not in place: IFIR-EVAL subset 'fiqa' not found: {tmp_path / 'ifir' / 'fiqa'} (looked in the data folder")
+    assert "put the subset's folder there (fiqa-corpus.jsonl and test_data.json" in res.stderr
+    assert list(tmp_path.iterdir()) == []
+    # the suite: a line per subset; where the files are in place (the fixture's fiqa, nfcorpus), it says so
+    monkeypatch.setenv("HARNESS_DATA", str(FIXTURE))
+    res = _cli(registry, monkeypatch, "data", "download", "ifir")
+    assert res.exit_code == 2
+    assert res.stdout.splitlines() == [f"ifir:{s}: nothing to download (the task publishes no files); its data is in "
+                                       "place" for s in ("fiqa", "nfcorpus")]
+    absent = [s for s in SUBSETS if s not in ("fiqa", "nfcorpus")]
+    lines = res.stderr.splitlines()
+    assert len(lines) == len(absent)
+    for line, s in zip(lines, absent, strict=True):
+        assert line.startswith(f"Error: ifir:{s}: nothing to download: the task publishes no files"), line
+        assert f"{FIXTURE / 'ifir' / s} (looked in the data folder" in line

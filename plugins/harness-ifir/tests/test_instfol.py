@@ -82,11 +82,11 @@ def test_instfol_with_logprobs_equals_the_hand_computed_value():
     #   S_q = [1.0, 0.5, 1.5] (mean 1), S_inst = [2.5, 2.0, 1.0] (mean 11/6): (11/6 - 1) / (3 - 1) = 5/12
     # qb: S_q = [2.5, 2.0] (mean 2.25), S_inst = [2.0, 1.0] (mean 1.5): (1.5 - 2.25) / 0.75 = -1
     a = res.aggregate
-    assert a["instfol_L3"] == pytest.approx(100 * 5 / 12)  # 41.67, the notes' worked example
-    assert a["instfol_L2"] == pytest.approx(-100.0)
-    assert a["instfol"] == pytest.approx((100 * 5 / 12 - 100) / 2)  # mean over levels: -29.17
-    assert a["instfol_positions_dropped"] == 1 and a["instfol_queries"] == 2
-    assert res.per_query["qa"]["instfol"] == pytest.approx(41.6667, abs=1e-4)
+    assert a["instfol@4_L3"] == pytest.approx(100 * 5 / 12)  # 41.67, the notes' worked example
+    assert a["instfol@4_L2"] == pytest.approx(-100.0)
+    assert a["instfol@4"] == pytest.approx((100 * 5 / 12 - 100) / 2)  # mean over levels: -29.17
+    assert a["instfol@4_positions_dropped"] == 1 and a["instfol@4_queries"] == 2
+    assert res.per_query["qa"]["instfol@4"] == pytest.approx(41.6667, abs=1e-4)
 
 
 def test_instfol_without_logprobs_uses_the_parsed_integers():
@@ -101,16 +101,16 @@ def test_instfol_without_logprobs_uses_the_parsed_integers():
     # qa: S_q = [1, 1, 2] (mean 4/3), S_inst = [3, 2, 1] (mean 2): (2 - 4/3) / (3 - 4/3) = 0.4
     # qb: S_q = [3, 2] (mean 2.5), S_inst = [2, 1] (mean 1.5): (1.5 - 2.5) / 0.5 = -2
     a = res.aggregate
-    assert a["instfol_L3"] == pytest.approx(40.0) and a["instfol_L2"] == pytest.approx(-200.0)
-    assert a["instfol"] == pytest.approx(-80.0)
+    assert a["instfol@4_L3"] == pytest.approx(40.0) and a["instfol@4_L2"] == pytest.approx(-200.0)
+    assert a["instfol@4"] == pytest.approx(-80.0)
 
 
 def test_pooled_variant():
     with TestServer(reply=reply_for) as srv:
         res, _, _ = judge_and_score(srv.spec("judge-model"), pooled=True)
-    # one query per level here, so pooling changes nothing but the key
-    assert res.aggregate["instfol_pooled_L3"] == pytest.approx(100 * 5 / 12)
-    assert res.aggregate["instfol_pooled"] == pytest.approx((100 * 5 / 12 - 100) / 2)
+    # one query per level here, so pooling changes nothing but the key (which carries the cutoff given)
+    assert res.aggregate["instfol_pooled@4_L3"] == pytest.approx(100 * 5 / 12)
+    assert res.aggregate["instfol_pooled@4"] == pytest.approx((100 * 5 / 12 - 100) / 2)
 
 
 def test_ratio_edge_cases():

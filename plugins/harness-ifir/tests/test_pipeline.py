@@ -125,3 +125,17 @@ def test_judge_llm_from_its_own_spec(registry):
         assert srv.requests_total == len({d for r in res.runs.values() for d in r.doc_ids("PLAIN-1")[:2]})
         assert {r["model"] for r in srv.requests} == {"own-judge"}
     assert res.components["judge"]["llm"]["model"] == "own-judge" and "instfol" in res.metrics
+
+
+def test_instfol_at_k_keeps_its_own_key(registry):
+    """``-m instfol -m instfol@2``: the @2 figures are stored under their own keys, not over the @20 ones."""
+    with TestServer(reply=reply) as srv:
+        res = evaluate("ifir:fiqa", retriever="bm25", judge="instfol:depth=3", metrics=["instfol", "instfol@2"],
+                       llm=srv.spec("gpt-judge"), registry=registry, progress=False)
+    m = res.metrics
+    for key in ("instfol", "instfol_L1", "instfol@2", "instfol@2_L1", "instfol@2_queries"):
+        assert key in m, key
+    # depth 3 judged: instfol (cut 20) uses all 3 positions, instfol@2 only the top 2, so they differ in general
+    per = res.per_query
+    assert all({"instfol", "instfol@2"} <= set(v) for v in per.values())
+    assert any(v["instfol"] != v["instfol@2"] for v in per.values())

@@ -23,7 +23,7 @@ from harness.data import file_identity, resolve
 from harness.dataset import Dataset
 from harness.document import Document
 from harness.errors import DataError
-from harness.io.beir import as_id, iter_parquet, read_corpus, read_qrels_tsv, read_queries
+from harness.io.beir import as_id, iter_parquet, read_corpus, read_qrels, read_queries
 from harness.io.jsonl import iter_jsonl_objects
 from harness.qrels import Qrels
 from harness.query import Query
@@ -63,28 +63,6 @@ def _records(path: Path):
     if path.name.endswith(".parquet"):
         return iter_parquet(path), "row"
     return iter_jsonl_objects(path), "line"
-
-
-def read_qrels_records(path: Path) -> Qrels:
-    """Qrels as JSONL or Parquet records (``query-id``, ``corpus-id``, ``score``) or BEIR TSV."""
-    if path.name.endswith((".tsv", ".tsv.gz")):
-        return read_qrels_tsv(path)
-    qrels = Qrels()
-    records, unit = _records(path)
-    for loc, rec in records:
-        qid = as_id(rec.get("query-id", rec.get("query_id", rec.get("qid"))), "'query-id'", path, loc, unit)
-        docid = as_id(rec.get("corpus-id", rec.get("corpus_id", rec.get("docid"))), "'corpus-id'", path, loc, unit)
-        score = rec.get("score")
-        if isinstance(score, str):
-            try:
-                score = float(score)
-            except ValueError:
-                score = None
-        if isinstance(score, bool) or not isinstance(score, (int, float)):
-            where = f"line {loc}" if unit == "line" else f"row {loc}"
-            raise DataError(f"{where}: 'score' must be a number, got {rec.get('score')!r}", path)
-        qrels.add(qid, docid, int(score) if float(score).is_integer() else float(score))
-    return qrels
 
 
 def read_top_ranked(path: Path) -> dict[str, list[str]]:
@@ -137,7 +115,7 @@ def load_infosearch_dataset(
     for mode in MODES:
         merged = Qrels()
         for p in need(_qrels_files(folder, mode, split), f"qrels_{mode}/{split}"):
-            for q, docs in read_qrels_records(p).items():
+            for q, docs in read_qrels(p).items():
                 for d, g in docs.items():
                     merged.add(q, d, g)
         qrels[mode] = merged

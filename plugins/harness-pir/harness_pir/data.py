@@ -164,22 +164,6 @@ def hub_label(task: str | None, perspective: str) -> str:
     return label
 
 
-def read_qrels_jsonl(path: Path) -> Qrels:
-    """Qrels as JSON lines ``{"query-id", "corpus-id", "score"}`` (the hub's ``qrels/test.jsonl``)."""
-    from harness.io.beir import as_id
-    from harness.io.jsonl import iter_jsonl_objects
-
-    qrels = Qrels()
-    for lineno, obj in iter_jsonl_objects(path):
-        qid = as_id(obj.get("query-id"), "'query-id'", path, lineno)
-        docid = as_id(obj.get("corpus-id"), "'corpus-id'", path, lineno)
-        score = obj.get("score", 1)
-        if isinstance(score, bool) or not isinstance(score, (int, float)):
-            raise DataError(f"'score' must be a number, got {score!r}", path, lineno)
-        qrels.add(qid, docid, score)
-    return qrels
-
-
 def _hub_meta(query: Query, path: Path) -> dict[str, Any]:
     meta = query.meta.get("meta", {})
     if isinstance(meta, str):
@@ -212,8 +196,7 @@ def load_beir_dataset(
     qrels_path = find_table(folder / "qrels", split)
     corpus = read_corpus(corpus_path)
     raw_queries = read_queries(queries_path)
-    qrels = read_qrels_jsonl(qrels_path) if qrels_path.name.endswith((".jsonl", ".jsonl.gz")) \
-        else read_qrels(qrels_path)
+    qrels = read_qrels(qrels_path)
     rows = []
     for qid, q in raw_queries.items():
         gold = sorted(qrels.relevant(qid), key=lambda d: (len(d), d))

@@ -16,8 +16,9 @@ from . import __version__
 from .parsing import parse_permutation, windows
 from .prompts import build_messages, escape_brackets, get_template, passage_text, template_hash, text_hash
 
-#: the window outcomes counted as failures (the window keeps its incoming order)
-FAILURES = ("unparseable", "refused", "truncated", "errors")
+#: reply-quality failures: a reply came but cannot be applied (the window keeps its incoming order);
+#: transport failures (no usable reply) are counted apart, as ``transport_failures``
+FAILURES = ("unparseable", "refused", "truncated")
 QUERY_FIELDS = ("auto", "formed", "raw")
 
 
@@ -87,6 +88,7 @@ class RankGPT:
         self._lock = threading.Lock()
         self._stats: Counter[str] = Counter()
         self._failures: dict[str, int] = {}
+        self._transport: dict[str, int] = {}
         self._windows_per_query: Counter[int] = Counter()
 
     # -- prompt pieces -------------------------------------------------------------------------
@@ -132,8 +134,8 @@ class RankGPT:
                 st["windows"] += 1
                 try:
                     reply = chat(self.messages(query, [corpus.get(d) for d in win]))
-                except LLMError:
-                    st["errors"] += 1
+                except LLMError:  # no usable reply: the method was not applied to this window
+                    st["transport_failures"] += 1
                     continue
                 st["cache_hits" if reply.cached else "calls"] += 1
                 if reply.dry_run:
@@ -168,7 +170,7 @@ class RankGPT:
         for qid, res in zip(qids, results):
             if isinstance(res, Exception):  # cannot happen (rank_list catches LLMError); keep the input
                 order[qid] = run.doc_ids(qid)
-                res = (None, Counter({"errors": 1}))
+                res = (None, Counter({"transport_failures": 1}))
             else:
                 order[qid] = res[0]
             st = res[1]
@@ -177,6 +179,8 @@ class RankGPT:
                 self._stats["queries"] += 1
                 self._windows_per_query[st["windows"]] += 1
                 self._failures[qid] = self._failures.get(qid, 0) + sum(st[k] for k in FAILURES)
+                if st["transport_failures"]:
+                    self._transport[qid] = self._transport.get(qid, 0) + st["transport_failures"]
         return Run.from_order(order, run.name)
 
     # -- reporting -----------------------------------------------------------------------------
@@ -201,8 +205,9 @@ class RankGPT:
         }
 
     def stats(self) -> dict[str, Any]:
-        """Counts over every ``rerank`` call so far: windows, calls sent, cache hits, failed windows by
-        kind (each kept its incoming order), ids the parser fixed, and failed windows per query."""
+        """Counts over every ``rerank`` call so far: windows, calls sent, cache hits, windows whose
+        reply could not be applied by kind (each kept its incoming order), ids the parser fixed, failed
+        windows per query, and transport failures (windows that got no reply at all) per query."""
         with self._lock:
             s = self._stats
             return {
@@ -214,4 +219,6 @@ class RankGPT:
                 "partial_windows": s["partial"], "missing_ids": s["missing_ids"],
                 "duplicate_ids": s["duplicate_ids"], "out_of_range_ids": s["out_of_range_ids"],
                 "failures_per_query": dict(self._failures),
+                "transport_failures": s["transport_failures"],
+                "transport_failures_per_query": dict(self._transport),
             }

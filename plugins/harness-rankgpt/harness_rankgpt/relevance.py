@@ -11,8 +11,9 @@ number of such replies is in ``stats()["no_logprobs"]``.
 
 An output that is neither Yes nor No: when the top alternatives of the first token hold Yes or No,
 the likelier of the two decides (``1 + p(Yes)`` or ``1 - p(No)``); otherwise the score is 1 (between
-every No and every Yes) and the pair is counted as ``unparseable``. A failed call scores 1 as well
-and is counted in ``errors``.
+every No and every Yes) and the pair is counted as ``unparseable``. A call that got no reply (a
+transport failure) scores 1 as well; it is counted in ``transport_failures`` (per query too) and
+makes the run INCOMPLETE: the method was not applied to that pair.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class RelevanceGeneration:
         self.client = get_client(llm, temperature=0.0)
         self._lock = threading.Lock()
         self._stats: Counter[str] = Counter()
+        self._transport: Counter[str] = Counter()
 
     def request(self, query: Query, doc: Document | None) -> dict[str, Any]:
         text = query.meta.get("query", query.text) if self.query_field == "raw" else query.text
@@ -85,10 +87,12 @@ class RelevanceGeneration:
         replies = self.client.map(self.request(queries.get(q) or Query(q, ""), corpus.get(d)) for q, d in pairs)
         scores: dict[tuple[str, str], float] = {}
         st: Counter[str] = Counter()
+        transport: Counter[str] = Counter()
         for pair, reply in zip(pairs, replies):
             st["pairs"] += 1
             if isinstance(reply, Exception):
-                st["errors"] += 1
+                st["transport_failures"] += 1
+                transport[pair[0]] += 1
                 scores[pair] = 1.0
                 continue
             st["cache_hits" if reply.cached else "calls"] += 1
@@ -107,6 +111,7 @@ class RelevanceGeneration:
             order[q] = [docs[i] for i in head] + docs[self.depth:]
         with self._lock:
             self._stats.update(st)
+            self._transport.update(transport)
         return Run.from_order(order, run.name)
 
     def config(self) -> dict[str, Any]:
@@ -119,5 +124,6 @@ class RelevanceGeneration:
     def stats(self) -> dict[str, Any]:
         with self._lock:
             s = self._stats
-            return {k: s[k] for k in ("pairs", "calls", "cache_hits", "errors", "unparseable", "no_logprobs",
-                                      "dry_run")}
+            return {**{k: s[k] for k in ("pairs", "calls", "cache_hits", "unparseable", "no_logprobs", "dry_run",
+                                         "transport_failures")},
+                    "transport_failures_per_query": dict(self._transport)}

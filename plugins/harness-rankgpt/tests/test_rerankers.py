@@ -109,8 +109,10 @@ def test_failures_keep_the_window_order_and_are_counted(tmp_path):
     ids = out.doc_ids("q1")
     assert sorted(ids) == sorted(CORPUS) and len(set(ids)) == N
     st = rr.stats()
-    assert (st["unparseable"], st["refused"], st["truncated"], st["errors"]) == (1, 1, 1, 1)
-    assert st["failed_windows"] == 4 and st["failures_per_query"] == {"q1": 4}
+    assert (st["unparseable"], st["refused"], st["truncated"]) == (1, 1, 1)  # reply-quality failures
+    assert st["failed_windows"] == 3 and st["failures_per_query"] == {"q1": 3}
+    # the 400 is a transport failure: no reply, the method was not applied there; counted apart
+    assert st["transport_failures"] == 1 and st["transport_failures_per_query"] == {"q1": 1}
     assert st["partial_windows"] == 1 and st["duplicate_ids"] == 1 and st["out_of_range_ids"] == 2
     assert st["missing_ids"] == 18
 

@@ -1,0 +1,141 @@
+"""One endpoint (provider + base URL) as the clients of an evaluation see it: the bound on requests
+in flight, the first-call gate, the circuit breaker and the fatal stop.
+
+- **Bound.** At most ``max_concurrency`` HTTP requests in flight; a request waiting in a retry
+  backoff holds no slot.
+- **First-call gate.** Until one call to the endpoint has succeeded, calls go one at a time: a bad
+  key, an unknown model or a dead server costs one request, not one per worker.
+- **Circuit breaker.** A call that fails for an endpoint-level reason (timeout, connection, 5xx,
+  429 past retries) before any call succeeded takes the endpoint out at once (those failures have
+  already spent their retries); a malformed reply, which is cheap and may be a one-off, does so
+  after :data:`PROBE_TOLERANCE` in a row. After a success, ``max_consecutive_failures``
+  endpoint-level failures in a row take it out. Calls to an endpoint
+  that is out are not sent: they fail at once with :class:`EndpointUnavailable`, counted as
+  transport failures, so a dead endpoint costs one call budget and the run ends INCOMPLETE
+  instead of waiting out every call.
+- **Fatal stop.** A :class:`FatalLLMError` (401/403, 404) stops every call: the one that got it
+  re-raises it, every other raises :class:`RunStopped` with the same message.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .errors import EndpointUnavailable, FatalLLMError, LLMError, MalformedReply, RunStopped
+
+DEFAULT_MAX_CONSECUTIVE_FAILURES = 10
+#: malformed replies tolerated in a row before an endpoint that never answered well is taken out
+PROBE_TOLERANCE = 3
+
+
+class Endpoint:
+    """Shared by every client of one (provider, base URL, bound) in one evaluation."""
+
+    def __init__(self, label: str, max_concurrency: int,
+                 max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES) -> None:
+        if max_concurrency < 1 or max_consecutive_failures < 1:
+            raise ValueError("max_concurrency and max_consecutive_failures must be >= 1")
+        self.label = label
+        self.max_concurrency = int(max_concurrency)
+        self.max_consecutive_failures = int(max_consecutive_failures)
+        self._slots = threading.BoundedSemaphore(self.max_concurrency)
+        self._cond = threading.Condition()
+        self._probing = False  # a first call is on its way
+        self.successes = 0
+        self.failures = 0
+        self.consecutive_failures = 0
+        self.in_flight = 0
+        self.sent = 0
+        self.out_reason: str | None = None  # why the endpoint was taken out
+        self.fatal: FatalLLMError | None = None
+
+    def __repr__(self) -> str:
+        state = "fatal" if self.fatal else "out" if self.out_reason else "open" if self.successes else "probing"
+        return f"Endpoint({self.label!r}, {state}, in_flight={self.in_flight})"
+
+    @property
+    def available(self) -> bool:
+        return self.fatal is None and self.out_reason is None
+
+    def _check(self) -> None:
+        if self.fatal is not None:
+            raise RunStopped(f"not sent: {self.fatal}", original=self.fatal)
+        if self.out_reason is not None:
+            raise EndpointUnavailable(f"not sent: {self.out_reason}")
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        """Held for one whole call (all its attempts): waits at the first-call gate; raises when
+        the endpoint is out or the run stopped."""
+        with self._cond:
+            while True:
+                self._check()
+                if self.successes or not self._probing:
+                    break
+                self._cond.wait()
+            probe = not self.successes
+            if probe:
+                self._probing = True
+        try:
+            yield
+        finally:
+            if probe:
+                with self._cond:
+                    self._probing = False
+                    self._cond.notify_all()
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        """Held for one HTTP attempt: one of ``max_concurrency`` slots."""
+        self._slots.acquire()
+        try:
+            with self._cond:
+                self._check()  # stopped while we waited for the slot: do not send
+                self.in_flight += 1
+                self.sent += 1
+        except BaseException:
+            self._slots.release()
+            raise
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.in_flight -= 1
+            self._slots.release()
+
+    def succeeded(self) -> None:
+        with self._cond:
+            self.successes += 1
+            self.consecutive_failures = 0
+            self._cond.notify_all()
+
+    def failed(self, error: BaseException) -> None:
+        """Record a call's final failure (after its retries); may take the endpoint out or stop it."""
+        with self._cond:
+            if isinstance(error, FatalLLMError):
+                if self.fatal is None and not isinstance(error, RunStopped):
+                    self.fatal = error
+                self._cond.notify_all()
+                return
+            if not isinstance(error, LLMError) or isinstance(error, EndpointUnavailable):
+                return
+            self.failures += 1
+            if not error.endpoint_level:
+                return
+            self.consecutive_failures += 1
+            if self.out_reason is None:
+                quick = isinstance(error, MalformedReply) and self.consecutive_failures < PROBE_TOLERANCE
+                if not self.successes and not quick:
+                    self.out_reason = f"{self.label} was taken out: its first call failed ({error})"
+                elif self.consecutive_failures >= self.max_consecutive_failures:
+                    self.out_reason = (f"{self.label} was taken out after {self.consecutive_failures} consecutive "
+                                       f"failed calls (last: {error})")
+            self._cond.notify_all()
+
+    def describe(self) -> dict[str, Any]:
+        return {"endpoint": self.label, "max_concurrency": self.max_concurrency, "sent": self.sent,
+                "successes": self.successes, "failures": self.failures, "out": self.out_reason,
+                "fatal": None if self.fatal is None else str(self.fatal)}
