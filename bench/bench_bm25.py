@@ -19,7 +19,7 @@ import time
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from harness.document import Document
+from harness.concepts.document import Document
 from harness.retrievers.bm25 import BM25Retriever
 
 

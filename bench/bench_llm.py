@@ -25,7 +25,7 @@ import harness.llm as llm
 
 def start_server(latency: float) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.llm.testserver", "--port", "0", "--echo", "--latency", str(latency)],
+        [sys.executable, "-m", "harness.testing.llm_server", "--port", "0", "--echo", "--latency", str(latency)],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )
     line = proc.stdout.readline()

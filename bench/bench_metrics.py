@@ -15,11 +15,11 @@ import time
 
 import pytrec_eval
 
-from harness.components import MetricInput
-from harness.dataset import Dataset
+from harness.concepts.dataset import Dataset
+from harness.concepts.protocols import MetricInput
+from harness.concepts.qrels import Qrels
+from harness.concepts.run import Run
 from harness.metrics.standard import StandardMetric
-from harness.qrels import Qrels
-from harness.run import Run
 
 
 def make(n_queries: int, depth: int, seed: int = 0) -> tuple[dict, dict]:

@@ -7,25 +7,25 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .components import MetricInput, MetricResult
-from .dataset import Dataset
-from .errors import HarnessError
-from .pipeline import EvalResult, evaluate, load_task_dataset
-from .qrels import Qrels
-from .run import Run
-from .task import Task
+from harness.concepts.dataset import Dataset
+from harness.concepts.errors import HarnessError
+from harness.concepts.protocols import MetricInput, MetricResult
+from harness.concepts.qrels import Qrels
+from harness.concepts.run import Run
+from harness.concepts.task import Task
+from harness.evaluation.pipeline import EvalResult, evaluate, load_task_dataset
 
 
 def load_task(name: str) -> Task:
     """A registered task (``trec-dl19``, ``scifact``, ``demo``, or one a plugin registers)."""
-    from .plugins import get_registry
+    from harness.plugins.host import get_registry
 
     return get_registry().create("task", name)
 
 
 def load_dataset(spec: str, **args: Any) -> Dataset:
     """A dataset by component spec (``beir:path=/data/scifact``), or the dataset of a task name."""
-    from .plugins import get_registry
+    from harness.plugins.host import get_registry
 
     reg = get_registry()
     if spec in reg.components["task"] and not args:
@@ -40,9 +40,9 @@ def score(
 
     Unlike trec_eval, a run that shares no query with the qrels (nothing to average over) raises
     :class:`HarnessError`, as does an empty run file."""
-    from .io.trec import read_qrels, read_run
-    from .metrics.resolve import resolve_metrics
-    from .plugins import get_registry
+    from harness.formats.trec import read_qrels, read_run
+    from harness.metrics.resolve import resolve_metrics
+    from harness.plugins.host import get_registry
 
     q = qrels if isinstance(qrels, Qrels) else read_qrels(qrels)
     r = run if isinstance(run, Run) else read_run(run)
@@ -77,7 +77,7 @@ def _some(ids: Any, n: int = 3) -> str:
 
 def list_plugins() -> list[dict[str, Any]]:
     """Every plugin (distribution, version, error) with the components it registers by kind."""
-    from .plugins import get_host
+    from harness.plugins.host import get_host
 
     return get_host().report()
 

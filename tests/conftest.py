@@ -1,4 +1,4 @@
-"""Shared test fixtures (helpers in :mod:`harness.testing`, which plugin test suites reuse).
+"""Shared test fixtures (helpers in :mod:`harness.testing.venv`, which plugin test suites reuse).
 
 - The session gets its own ``HARNESS_CACHE_DIR``; automatic download is off and no mirror is
   configured, so no test can reach the internet.

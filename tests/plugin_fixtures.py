@@ -20,7 +20,7 @@ def make_distribution(root: Path, dist: str, module: str, source: str, version: 
 
 
 GOOD_PLUGIN = """
-from harness.hookspecs import hookimpl
+from harness.plugins.hookspecs import hookimpl
 
 class EchoRetriever:
     def __init__(self, k_bonus=0):
@@ -28,7 +28,7 @@ class EchoRetriever:
     def index(self, corpus):
         self.ids = sorted(corpus)
     def search(self, queries, k):
-        from harness.run import Run
+        from harness.concepts.run import Run
         return Run.from_order({q: self.ids[:k] for q in queries})
 
 @hookimpl
@@ -42,7 +42,7 @@ raise RuntimeError("this plugin is broken on purpose")
 """
 
 BROKEN_REGISTER = """
-from harness.hookspecs import hookimpl
+from harness.plugins.hookspecs import hookimpl
 
 @hookimpl
 def register_rerankers(register):
@@ -55,7 +55,7 @@ sys.exit("this plugin exits at import")
 """
 
 EXITS_IN_HOOK = """
-from harness.hookspecs import hookimpl
+from harness.plugins.hookspecs import hookimpl
 
 @hookimpl
 def register_retrievers(register):

@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 
 import harness
-from harness import data as hdata
-from harness.errors import DataError, HarnessError
-from harness.io import beir, noveleval, rankllm, trec
-from harness.io.jsonl import iter_jsonl
-from harness.qrels import Qrels
-from harness.registry import Component, Registry
-from harness.run import Run
+from harness.concepts.errors import DataError, HarnessError
+from harness.concepts.qrels import Qrels
+from harness.concepts.run import Run
+from harness.data import folder as hdata
+from harness.formats import beir, noveleval, rankllm, trec
+from harness.formats.jsonl import iter_jsonl
+from harness.plugins.registry import Component, Registry
 
-DEMO = Path(harness.__file__).resolve().parent / "demo"
+DEMO = Path(harness.__file__).resolve().parent / "data" / "demo"
 LONG = "a" * 300  # one path component over the 255-byte limit of common file systems
 
 
@@ -237,7 +237,7 @@ def test_cli_unbalanced_spec(spec: str) -> None:
 
 
 def test_spec_brackets_unit() -> None:
-    from harness.spec import MAX_NESTING, parse_args, parse_spec, parse_value
+    from harness.plugins.component_spec import MAX_NESTING, parse_args, parse_spec, parse_value
 
     ok = "x:v=" + "[" * MAX_NESTING + "]" * MAX_NESTING
     assert parse_spec(ok).args["v"] is not None
@@ -330,7 +330,7 @@ def test_api_output_check(tmp_path: Path) -> None:
 
 
 def test_prepare_output_unit(tmp_path: Path) -> None:
-    from harness.results import prepare_output
+    from harness.results.store import prepare_output
 
     out = prepare_output(tmp_path / "a" / "b")
     assert out.is_dir() and not list(out.iterdir())  # created, the probe file removed
@@ -344,7 +344,7 @@ def test_prepare_output_unit(tmp_path: Path) -> None:
 
 
 def test_suite_output_checked_once_before_members_run(tmp_path: Path) -> None:
-    from harness.task import Task
+    from harness.concepts.task import Task
 
     suite = Task(name="mini-suite", tasks=["demo"])
     out = tmp_path / "suite"
@@ -403,7 +403,7 @@ def test_beir_parquet_qrels_duplicate_pair(tmp_path: Path) -> None:
 
 
 def test_noveleval_and_any_qrels_duplicate_pair(tmp_path: Path) -> None:
-    from harness.datasets import read_any_qrels
+    from harness.data.datasets import read_any_qrels
 
     root = tmp_path / "ne"
     write(root / "queries.tsv", "0\tq zero\n")

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from harness.document import Document
-from harness.errors import HarnessError
+from harness.concepts.document import Document
+from harness.concepts.errors import HarnessError
+from harness.concepts.run import Run
 from harness.retrievers.bm25 import BM25Retriever
 from harness.retrievers.tokenize import ENGLISH_STOPWORDS, Tokenizer
-from harness.run import Run
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("HARNESS_DATA", REPO.parent / "shared" / "data"))
@@ -262,7 +262,7 @@ def test_title_is_indexed():
 
 
 def test_registered_as_bm25_spec_args():
-    from harness.builtin import lazy
+    from harness.plugins.builtin import lazy
 
     r = lazy("harness.retrievers.bm25:BM25Retriever")(k1=0.9, b=0.4)
     assert isinstance(r, BM25Retriever) and r.config()["k1"] == 0.9

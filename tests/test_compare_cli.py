@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import _Group
+from harness.cli.compare import compare_cmd, report_cmd
 from harness.compare import align, compare, load_system, load_systems
 from harness.compare.format import render_result
-from harness.compare.synthetic import write_results_folder, write_suite_folder
-from harness.compare_cli import compare_cmd, report_cmd
-from harness.errors import HarnessError
+from harness.concepts.errors import HarnessError
+from harness.testing.synthetic import write_results_folder, write_suite_folder
 
 
 @click.group(cls=_Group)  # the main CLI's group: HarnessError -> one line, exit status 2
@@ -32,7 +32,7 @@ def _invoke(*args: str):
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    from harness.pipeline import evaluate
+    from harness.evaluation.pipeline import evaluate
 
     root = tmp_path_factory.mktemp("demo")
     for name, spec in [("bm25", "bm25"), ("bm25b", "bm25:k1=0.9,b=0.4"), ("bm25c", "bm25")]:

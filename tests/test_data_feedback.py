@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness import data as hdata
 from harness.cli import cli
+from harness.data import folder as hdata
 
 from .plugin_fixtures import make_distribution
 
@@ -73,7 +73,7 @@ def test_the_default_is_named_as_the_default(tmp_path: Path, monkeypatch: pytest
     assert not root.exists()  # automatic download is off: nothing was created
     assert hdata.data_dir_source() == "the default: neither --data-dir nor $HARNESS_DATA is set"
     hdata.set_data_dir(tmp_path)
-    assert hdata.data_dir_source() == "given by harness.data.set_data_dir()"
+    assert hdata.data_dir_source() == "given by harness.data.folder.set_data_dir()"
 
 
 def test_data_path_names_the_folder_and_its_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,8 +132,8 @@ def test_a_mistyped_data_dir_is_one_line_and_status_2(tmp_path: Path, args: list
 def test_auto_download_never_creates_a_data_dir_given_by_the_option(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.api import load_task
-    from harness.download import ensure_task_files
-    from harness.errors import DataError
+    from harness.concepts.errors import DataError
+    from harness.data.download import ensure_task_files
 
     monkeypatch.setenv("HARNESS_AUTO_DOWNLOAD", "1")
     typo = tmp_path / "dta"
@@ -155,11 +155,11 @@ def test_download_of_a_task_without_files_whose_data_is_in_place() -> None:
 
 
 NO_FILES_PLUGIN = """
-from harness.hookspecs import hookimpl
+from harness.plugins.hookspecs import hookimpl
 
 @hookimpl
 def register_tasks(register):
-    from harness.task import Task
+    from harness.concepts.task import Task
 
     register("handmade", lambda: Task(name="handmade", dataset="beir", dataset_args={"path": "handmade/beir"},
                                       first_stage="retrieve"), "A task whose files are not published")

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import data as hdata
-from harness import datasets as D
-from harness.errors import DataError
-from harness.io.trec import write_run
-from harness.task import load_task_file
+from harness.concepts.errors import DataError
+from harness.concepts.task import load_task_file
+from harness.data import datasets as D
+from harness.data import folder as hdata
+from harness.formats.trec import write_run
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS = sorted((REPO / "tasks").glob("*.toml"))
@@ -114,7 +114,7 @@ def test_demo_dataset_offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     best = [frozenset(qrels.relevant(q.id, 2)) for q in same]
     assert len(set(best)) == 3
     assert [f["path"] for f in ds.identity["files"]] == [
-        "harness/demo/corpus.jsonl", "harness/demo/queries.jsonl", "harness/demo/qrels/test.tsv"]
+        "harness/data/demo/corpus.jsonl", "harness/data/demo/queries.jsonl", "harness/data/demo/qrels/test.tsv"]
 
 
 def test_beir_split_queries(tmp_path: Path) -> None:
@@ -149,7 +149,7 @@ def test_missing_file_names_path_and_env(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_registry_builds_demo() -> None:
-    from harness.plugins import get_registry
+    from harness.plugins.host import get_registry
 
     ds = get_registry().create("dataset", "demo")
     assert len(ds.corpus) == 40

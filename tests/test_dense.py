@@ -10,12 +10,12 @@ import time
 import numpy as np
 import pytest
 
-from harness.document import Document
-from harness.errors import HarnessError
-from harness.query import Query
-from harness.retrievers import presets
-from harness.retrievers.dense import DEFAULT_MODEL, DenseReranker, DenseRetriever, packaged_model_path
-from harness.run import Run
+from harness.concepts.document import Document
+from harness.concepts.errors import HarnessError
+from harness.concepts.query import Query
+from harness.concepts.run import Run
+from harness.retrievers.dense import presets
+from harness.retrievers.dense.retriever import DEFAULT_MODEL, DenseReranker, DenseRetriever, packaged_model_path
 
 CORPUS = {
     "photo": Document("photo", "Plants use chlorophyll to turn sunlight, water and carbon dioxide into glucose "
@@ -267,7 +267,7 @@ def test_bad_paths_and_options():
 
 
 def test_registry_builds_dense_from_a_spec(cache_dir, monkeypatch):
-    from harness.plugins import PluginHost
+    from harness.plugins.host import PluginHost
 
     registry = PluginHost(load_entry_points=False).registry
     r = registry.create("retriever", f"dense:batch_size=16,cache_dir={cache_dir}")
@@ -281,7 +281,8 @@ def test_registry_builds_dense_from_a_spec(cache_dir, monkeypatch):
 
 
 def test_importing_the_modules_loads_no_model_library():
-    code = ("import sys, harness.retrievers.presets, harness.retrievers.dense, harness.embedding_cache; "
+    code = ("import sys, harness.retrievers.dense.presets, harness.retrievers.dense.retriever, "
+            "harness.retrievers.dense.cache; "
             "bad = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)

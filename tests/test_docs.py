@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import hookspecs
+from harness.plugins import hookspecs
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 HOOKS = [n for n, f in vars(hookspecs).items() if n.startswith("register_") and callable(f)]
@@ -41,7 +41,7 @@ def test_hook_examples_run(hook):
     """The documented examples are real plugins: register them and use what they register."""
     import types
 
-    from harness.plugins import PluginHost
+    from harness.plugins.host import PluginHost
 
     host = PluginHost(load_entry_points=False)
     for h in ("register_datasets", hook):  # the task example uses the dataset example
@@ -52,7 +52,7 @@ def test_hook_examples_run(hook):
     ds = host.registry.create("dataset", "tiny")
     assert set(ds.corpus) == {"d0", "d1"}
     from harness import Run
-    from harness.components import MetricInput
+    from harness.concepts.protocols import MetricInput
 
     run = Run.from_order({"q1": ["d0", "d1"]})
     if hook == "register_tasks":

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import data as hdata
-from harness.download import download_task_files, ensure_task_files, source_url, task_file_status
-from harness.errors import DataError
-from harness.task import DataFile, Task, load_task_file
+from harness.concepts.errors import DataError
+from harness.concepts.task import DataFile, Task, load_task_file
+from harness.data import folder as hdata
+from harness.data.download import download_task_files, ensure_task_files, source_url, task_file_status
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.embedding_cache import EmbeddingCache, default_cache_dir, text_key
+from harness.retrievers.dense.cache import EmbeddingCache, default_cache_dir, text_key
 
 IDENTITY = {"model": "org/some-model", "revision": "abc123", "fingerprint": "f00d"}
 
@@ -104,7 +104,7 @@ def test_corrupted_file_is_moved_aside(tmp_path, caplog):
     tmp_path.mkdir(exist_ok=True)
     cache.path.write_bytes(b"this is not a database" * 100)
     key = text_key("query", "{text}", "x")
-    with caplog.at_level("WARNING", logger="harness.embedding_cache"):
+    with caplog.at_level("WARNING", logger="harness.retrievers.dense.cache"):
         assert not cache.lookup([key])[1].any()
         cache.put([key], _vectors(1))
     assert "unreadable" in caplog.text
@@ -117,7 +117,7 @@ def test_unwritable_location_degrades_to_no_cache(tmp_path, caplog):
     blocker.write_text("x")
     cache = EmbeddingCache(IDENTITY, blocker / "sub")  # a folder under a file cannot exist
     key = text_key("query", "{text}", "x")
-    with caplog.at_level("WARNING", logger="harness.embedding_cache"):
+    with caplog.at_level("WARNING", logger="harness.retrievers.dense.cache"):
         assert not cache.lookup([key])[1].any()
         cache.put([key], _vectors(1))
     assert cache.stats()["disabled"] and "disabled" in caplog.text

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import data as hdata
-from harness.errors import DataError
-from harness.io import beir, noveleval, rankllm, scifact, topics, trec
-from harness.io.jsonl import iter_jsonl, iter_jsonl_objects
-from harness.run import Run
+from harness.concepts.errors import DataError
+from harness.concepts.run import Run
+from harness.data import folder as hdata
+from harness.formats import beir, noveleval, rankllm, scifact, topics, trec
+from harness.formats.jsonl import iter_jsonl, iter_jsonl_objects
 
 
 def write(path: Path, text: str, gz: bool = False) -> Path:
@@ -383,7 +383,7 @@ def test_real_trec_qrels(data_dir: Path) -> None:
 
 def test_beir_qrels_as_hub_jsonl(tmp_path: Path) -> None:
     """Hub releases ship qrels as JSONL records (qrels/test.jsonl); errors name file and line."""
-    from harness.io.beir import read_beir
+    from harness.formats.beir import read_beir
 
     (tmp_path / "qrels").mkdir()
     (tmp_path / "corpus.jsonl").write_text('{"_id": "d1", "title": "", "text": "a"}\n')
@@ -400,7 +400,7 @@ def test_beir_qrels_as_hub_jsonl(tmp_path: Path) -> None:
 def test_hub_qrels_one_rule_for_scores_and_ids(tmp_path):
     """The one hub-JSONL qrels reader plugins use: numeric strings are numbers, alternate id keys are
     accepted, a missing score is an error (no silent default), a repeated pair is an error."""
-    from harness.io.beir import read_qrels_records
+    from harness.formats.beir import read_qrels_records
 
     p = tmp_path / "test.jsonl"
     p.write_text('{"query-id": "q1", "corpus-id": "d1", "score": "2"}\n'

@@ -11,8 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 import harness.llm as llm
-from harness.llm import TestServer, get_client
-from harness.llm.cli import cache_group, llm_options
+from harness.cli.llm import cache_group, llm_options
+from harness.llm import get_client
+from harness.testing import TestServer
 
 
 @pytest.fixture(autouse=True)
@@ -96,7 +97,7 @@ def test_llm_options_configure_the_layer(tmp_path):
 
 
 def test_testserver_command_line(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "harness.llm.testserver", "--port", "0", "--echo"],
+    proc = subprocess.Popen([sys.executable, "-m", "harness.testing.llm_server", "--port", "0", "--echo"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()

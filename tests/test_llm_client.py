@@ -9,7 +9,7 @@ import time
 import pytest
 
 import harness.llm as llm
-from harness.errors import HarnessError, UnknownComponentError
+from harness.concepts.errors import HarnessError, UnknownComponentError
 from harness.llm import (
     AuthError,
     BadRequest,
@@ -19,13 +19,12 @@ from harness.llm import (
     MalformedReply,
     MissingKey,
     RetryPolicy,
-    ScriptedReply,
     ServerError,
-    TestServer,
     get_client,
     system,
     user,
 )
+from harness.testing import ScriptedReply, TestServer
 
 
 @pytest.fixture(autouse=True)
@@ -372,9 +371,9 @@ def test_unknown_provider_lists_known_ones():
 
 
 def test_plugin_provider_through_the_hook(tmp_path):
-    from harness import plugins
-    from harness.hookspecs import hookimpl
     from harness.llm.types import Reply, TokenCounts
+    from harness.plugins import host as plugins
+    from harness.plugins.hookspecs import hookimpl
 
     class Upper:
         name, base_url, supports_logprobs = "upper", None, False

@@ -17,7 +17,8 @@ import uuid
 import pytest
 
 import harness.llm as llm
-from harness.hookspecs import hookimpl
+from harness.concepts.run import Run
+from harness.evaluation.pipeline import evaluate
 from harness.llm import (
     AuthError,
     ConnectionFailed,
@@ -28,15 +29,13 @@ from harness.llm import (
     ModelNotFound,
     RetryPolicy,
     RunStopped,
-    ScriptedReply,
     ServerError,
-    TestServer,
     get_client,
 )
-from harness.llm.testserver import last_user_text
-from harness.pipeline import evaluate
-from harness.plugins import PluginHost
-from harness.run import Run
+from harness.plugins.hookspecs import hookimpl
+from harness.plugins.host import PluginHost
+from harness.testing import ScriptedReply, TestServer
+from harness.testing.llm_server import last_user_text
 
 
 @pytest.fixture(autouse=True)

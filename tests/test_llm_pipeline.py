@@ -9,11 +9,11 @@ import types
 import pytest
 
 import harness.llm
-from harness.hookspecs import hookimpl
-from harness.llm.testserver import TestServer
-from harness.pipeline import evaluate
-from harness.plugins import PluginHost
-from harness.run import Run
+from harness.concepts.run import Run
+from harness.evaluation.pipeline import evaluate
+from harness.plugins.hookspecs import hookimpl
+from harness.plugins.host import PluginHost
+from harness.testing.llm_server import TestServer
 
 
 class YesNoReranker:
@@ -78,8 +78,8 @@ def test_usage_in_results_then_cache_then_dry_run(registry, tmp_path, monkeypatc
 
 
 def test_missing_key_fails_before_any_data_is_read(registry, tmp_path, monkeypatch):
-    from harness import data as hdata
-    from harness.errors import HarnessError
+    from harness.concepts.errors import HarnessError
+    from harness.data import folder as hdata
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
@@ -92,7 +92,7 @@ def test_missing_key_fails_before_any_data_is_read(registry, tmp_path, monkeypat
 
 
 def test_suite_adds_up_its_members_usage(tmp_path, monkeypatch):
-    from harness.task import Task
+    from harness.concepts.task import Task
 
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     plugin = types.SimpleNamespace()

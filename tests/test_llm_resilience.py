@@ -14,8 +14,9 @@ import uuid
 import pytest
 
 import harness.llm as llm
-from harness.llm import AuthError, BadRequest, LLMCache, RetryPolicy, ScriptedReply, TestServer, get_client
-from harness.llm.testserver import last_user_text
+from harness.llm import AuthError, BadRequest, LLMCache, RetryPolicy, get_client
+from harness.testing import ScriptedReply, TestServer
+from harness.testing.llm_server import last_user_text
 
 WORKLOAD = """
 import sys

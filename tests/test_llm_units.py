@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from harness.errors import HarnessError
+from harness.concepts.errors import HarnessError
 from harness.llm.cache import diff_payloads, key_of, llm_cache_dir
 from harness.llm.dryrun import DryRun, estimate_input_tokens, placeholder
 from harness.llm.errors import BadRequest, ConnectionFailed, LLMTimeout, RateLimited
@@ -329,7 +329,7 @@ def test_loopback_and_cache_dir(monkeypatch, tmp_path):
 
 def test_import_is_light():
     heavy = ("openai", "anthropic", "httpx", "httpx2", "tenacity", "diskcache")
-    code = ("import sys, harness.llm, harness.llm.cli, harness.llm_builtin; "
+    code = ("import sys, harness.llm, harness.cli.llm, harness.llm.builtin; "
             f"print([m for m in {heavy!r} if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

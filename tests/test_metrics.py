@@ -6,14 +6,14 @@ import math
 
 import pytest
 
-from harness.components import MetricInput
-from harness.dataset import Dataset
-from harness.errors import HarnessError, UnknownComponentError
+from harness.concepts.dataset import Dataset
+from harness.concepts.errors import HarnessError, UnknownComponentError
+from harness.concepts.protocols import MetricInput
+from harness.concepts.qrels import Qrels
+from harness.concepts.run import Run
 from harness.metrics.resolve import resolve_metrics
 from harness.metrics.standard import StandardMetric
-from harness.plugins import PluginHost
-from harness.qrels import Qrels
-from harness.run import Run
+from harness.plugins.host import PluginHost
 
 
 def compute(names, run, qrels):

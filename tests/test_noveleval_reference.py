@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.api import score
-from harness.io.noveleval import read_noveleval
-from harness.run import Run
+from harness.concepts.run import Run
+from harness.formats.noveleval import read_noveleval
 
 METRICS = ["nDCG@1", "nDCG@5", "nDCG@10"]
 
@@ -36,8 +36,8 @@ def test_published_bm25_is_rank_bm25_over_each_querys_own_passages(data_dir: Pat
 
 @pytest.mark.parametrize("spec,expected", [(None, 0.6503), ("bm25", 0.6769)])
 def test_what_harness_reports(data_dir: Path, spec: str | None, expected: float) -> None:
-    from harness import data as hdata
     from harness.api import evaluate
+    from harness.data import folder as hdata
 
     hdata.set_data_dir(data_dir)
     try:

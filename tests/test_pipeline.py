@@ -9,11 +9,11 @@ import types
 import pytest
 
 from harness import Dataset, Document, Judgment, Judgments, MetricResult, Qrels, Query, Run
-from harness.errors import DataError, HarnessError
-from harness.hookspecs import hookimpl
-from harness.pipeline import evaluate
-from harness.plugins import PluginHost
-from harness.task import Task
+from harness.concepts.errors import DataError, HarnessError
+from harness.concepts.task import Task
+from harness.evaluation.pipeline import evaluate
+from harness.plugins.hookspecs import hookimpl
+from harness.plugins.host import PluginHost
 
 
 def _dataset() -> Dataset:

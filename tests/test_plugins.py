@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from harness import plugins
-from harness.errors import AmbiguousComponentError, HarnessError, PluginError, UnknownComponentError
+from harness.concepts.errors import AmbiguousComponentError, HarnessError, PluginError, UnknownComponentError
+from harness.plugins import host as plugins
 
 from .plugin_fixtures import (
     BROKEN_IMPORT,
@@ -113,7 +113,7 @@ def test_loading_plugins_imports_nothing_heavy():
     import subprocess
 
     code = (
-        "import sys, harness.plugins as p; h = p.PluginHost(); "
+        "import sys, harness.plugins.host as p; h = p.PluginHost(); "
         "bad = [m for m in ('torch', 'sentence_transformers', 'openai', 'anthropic', 'transformers', "
         "'ir_measures', 'pytrec_eval', 'rank_bm25', 'scipy') if m in sys.modules]; print(bad)"
     )

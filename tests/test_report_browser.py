@@ -14,9 +14,9 @@ import pytest
 
 from harness.compare import load_systems
 from harness.compare.report import write_report
-from harness.compare.synthetic import DEMO_SYSTEMS as SYSTEMS
-from harness.compare.synthetic import INFOSEARCH_DIMS as DIMS
-from harness.compare.synthetic import ifir_like, infosearch_like
+from harness.testing.synthetic import DEMO_SYSTEMS as SYSTEMS
+from harness.testing.synthetic import INFOSEARCH_DIMS as DIMS
+from harness.testing.synthetic import ifir_like, infosearch_like
 
 CHROMIUM = os.environ.get("HARNESS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 

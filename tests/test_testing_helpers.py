@@ -1,4 +1,4 @@
-"""harness.testing: a plugin wheel installed into a fresh venv appears, and disappears on uninstall."""
+"""harness.testing.venv: a plugin wheel installed into a fresh venv appears, and disappears on uninstall."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from harness.testing import build_wheel, fresh_venv, pip
+from harness.testing.venv import build_wheel, fresh_venv, pip
 
 from .plugin_fixtures import GOOD_PLUGIN
 

@@ -3,9 +3,9 @@ report (`harness report`). See ``docs/compare.md``."""
 
 from __future__ import annotations
 
-from .analysis import CompareResult, compare
-from .runs import System, align, load_system, load_systems
-from .stats import (
+from harness.compare.analysis import CompareResult, compare
+from harness.compare.runs import System, align, load_system, load_systems
+from harness.compare.stats import (
     exact_randomization_p,
     holm,
     paired_summary,

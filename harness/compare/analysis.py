@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import HarnessError
-from .runs import Aligned, System, align, common_metrics, common_tasks
-from .stats import holm, paired_summary, paired_t_test, randomization_test, randomized_tukey_hsd
+from harness.compare.runs import Aligned, System, align, common_metrics, common_tasks
+from harness.compare.stats import holm, paired_summary, paired_t_test, randomization_test, randomized_tukey_hsd
+from harness.concepts.errors import HarnessError
 
 FAMILY = "systems vs the baseline, per task and metric"
 

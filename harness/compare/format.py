@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import math
 
-from ..table import render
-from .analysis import CompareResult, MetricComparison
+from harness.compare.analysis import CompareResult, MetricComparison
+from harness.results.table import render
 
 FORMATS = ("table", "json", "markdown", "latex")
 HEADER = ["system", "mean", "diff", "95% CI", "d_z", "W/T/L", "p_rand", "p_holm", "p_t", "sig"]

@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import HarnessError
-from . import svg
-from .analysis import CompareResult, compare
-from .runs import System, common_metrics, common_tasks
+from harness.compare import svg
+from harness.compare.analysis import CompareResult, compare
+from harness.compare.runs import System, common_metrics, common_tasks
+from harness.concepts.errors import HarnessError
 
 LEVEL = re.compile(r"-L(\d+)$")
 MAX_BAR_METRICS = 6

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import HarnessError
+from harness.concepts.errors import HarnessError
 
 FILL_POLICIES = ("error", "zero", "drop")
 

@@ -33,12 +33,11 @@ _LAZY = {
     "LLMSpec": ".spec", "parse_llm_spec": ".spec",
     "RetryPolicy": ".retry", "Usage": ".usage", "PriceTable": ".pricing",
     "LLMCache": ".cache", "llm_cache_dir": ".cache", "DryRun": ".dryrun",
-    "TestServer": ".testserver", "ScriptedReply": ".testserver",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .cache import LLMCache, llm_cache_dir  # noqa: F401
-    from .client import (  # noqa: F401
+    from harness.llm.cache import LLMCache, llm_cache_dir  # noqa: F401
+    from harness.llm.client import (  # noqa: F401
         Client,
         get_client,
         reset_clients,
@@ -47,9 +46,9 @@ if TYPE_CHECKING:  # pragma: no cover
         session_endpoints,
         session_usage,
     )
-    from .dryrun import DryRun  # noqa: F401
-    from .endpoint import Endpoint  # noqa: F401
-    from .errors import (  # noqa: F401
+    from harness.llm.dryrun import DryRun  # noqa: F401
+    from harness.llm.endpoint import Endpoint  # noqa: F401
+    from harness.llm.errors import (  # noqa: F401
         AuthError,
         BadRequest,
         ConnectionFailed,
@@ -65,12 +64,11 @@ if TYPE_CHECKING:  # pragma: no cover
         RunStopped,
         ServerError,
     )
-    from .pricing import PriceTable  # noqa: F401
-    from .retry import RetryPolicy  # noqa: F401
-    from .settings import LLMSettings, configure, current  # noqa: F401
-    from .spec import LLMSpec, parse_llm_spec  # noqa: F401
-    from .testserver import ScriptedReply, TestServer  # noqa: F401
-    from .types import (  # noqa: F401
+    from harness.llm.pricing import PriceTable  # noqa: F401
+    from harness.llm.retry import RetryPolicy  # noqa: F401
+    from harness.llm.settings import LLMSettings, configure, current  # noqa: F401
+    from harness.llm.spec import LLMSpec, parse_llm_spec  # noqa: F401
+    from harness.llm.types import (  # noqa: F401
         ChatOptions,
         ChatRequest,
         Message,
@@ -82,7 +80,7 @@ if TYPE_CHECKING:  # pragma: no cover
         system,
         user,
     )
-    from .usage import Usage  # noqa: F401
+    from harness.llm.usage import Usage  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:
@@ -95,8 +93,8 @@ def __getattr__(name: str) -> Any:
 
 def reset() -> None:
     """Forget clients, usage and settings (tests; between runs in one process)."""
-    from .client import reset_clients
-    from .settings import reset_settings
+    from harness.llm.client import reset_clients
+    from harness.llm.settings import reset_settings
 
     reset_clients()
     reset_settings()

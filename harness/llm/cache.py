@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .types import Reply
+from harness.llm.types import Reply
 
 CACHE_FORMAT = 1
 SUBDIR = "llm"

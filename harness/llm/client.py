@@ -22,19 +22,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ..errors import HarnessError, UnknownComponentError
-from ..redact import redact_url
-from .cache import CACHE_FORMAT, LLMCache, key_of, llm_cache_dir, open_cache
-from .dryrun import DryRun, placeholder
-from .endpoint import Endpoint
-from .errors import FatalLLMError, LLMError, LogprobsUnsupported, RunStopped
-from .pool import bounded_map
-from .pricing import PriceTable
-from .retry import RetryPolicy
-from .settings import current
-from .spec import ALIASES, LLMSpec, parse_llm_spec
-from .types import ChatOptions, ChatRequest, Message, Messages, Reply, normalize_messages
-from .usage import Usage
+from harness.concepts.errors import HarnessError, UnknownComponentError
+from harness.llm.cache import CACHE_FORMAT, LLMCache, key_of, llm_cache_dir, open_cache
+from harness.llm.dryrun import DryRun, placeholder
+from harness.llm.endpoint import Endpoint
+from harness.llm.errors import FatalLLMError, LLMError, LogprobsUnsupported, RunStopped
+from harness.llm.pool import bounded_map
+from harness.llm.pricing import PriceTable
+from harness.llm.retry import RetryPolicy
+from harness.llm.settings import current
+from harness.llm.spec import ALIASES, LLMSpec, parse_llm_spec
+from harness.llm.types import ChatOptions, ChatRequest, Message, Messages, Reply, normalize_messages
+from harness.llm.usage import Usage
+from harness.runtime.redact import redact_url
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -280,15 +280,15 @@ _endpoints: dict[tuple, Endpoint] = {}
 
 
 def _registry() -> Any:
-    from .. import plugins
+    from harness.plugins import host as plugins
 
     host = plugins.get_host()
     providers = host.registry.components["llm_provider"]
-    if "openai" not in providers and not host.pm.has_plugin("harness.llm_builtin"):
-        # harness.llm_builtin not (yet) in plugins.BUILTIN_MODULES: register it like a built-in
-        from .. import llm_builtin
+    if "openai" not in providers and not host.pm.has_plugin("harness.llm.builtin"):
+        # harness.llm.builtin not (yet) in plugins.BUILTIN_MODULES: register it like a built-in
+        from harness.llm import builtin as llm_builtin
 
-        host.register_plugin(llm_builtin, "harness.llm_builtin", distribution="harness")
+        host.register_plugin(llm_builtin, "harness.llm.builtin", distribution="harness")
     return host.registry
 
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .types import ChatOptions, Message, Reply, TokenCounts
+from harness.llm.types import ChatOptions, Message, Reply, TokenCounts
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .errors import EndpointUnavailable, FatalLLMError, LLMError, MalformedReply, RunStopped
+from harness.llm.errors import EndpointUnavailable, FatalLLMError, LLMError, MalformedReply, RunStopped
 
 DEFAULT_MAX_CONSECUTIVE_FAILURES = 10
 #: malformed replies tolerated in a row before an endpoint that never answered well is taken out

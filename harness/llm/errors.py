@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from ..errors import HarnessError
+from harness.concepts.errors import HarnessError
 
 
 class _ProviderError(HarnessError):

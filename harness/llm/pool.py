@@ -13,11 +13,11 @@ R = TypeVar("R")
 
 
 def _progress_bar(total: int | None, label: str | None) -> Any:
-    """Progress of a batch on stderr (:func:`harness.progress.progress`: a bar in a terminal, a line
+    """Progress of a batch on stderr (:func:`harness.runtime.progress.progress`: a bar in a terminal, a line
     every 15 s in a log; ``HARNESS_PROGRESS=0`` turns it off), or None."""
     if not label or not total or total < 2:
         return None
-    from ..progress import progress
+    from harness.runtime.progress import progress
 
     bar = progress(total, label, unit="call", stream=sys.stderr)
     return bar if bar.enabled else None

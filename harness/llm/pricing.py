@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import HarnessError
+from harness.concepts.errors import HarnessError
 
 PRICES_DATE = "2025-11-01"
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .errors import ConnectionFailed, LLMError
+from harness.llm.errors import ConnectionFailed, LLMError
 
 T = TypeVar("T")
 #: an attempt is not started with less than this many seconds of the budget left

@@ -7,8 +7,8 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .endpoint import DEFAULT_MAX_CONSECUTIVE_FAILURES
-from .retry import RetryPolicy
+from harness.llm.endpoint import DEFAULT_MAX_CONSECUTIVE_FAILURES
+from harness.llm.retry import RetryPolicy
 
 DEFAULT_MAX_CONCURRENCY = 8
 
@@ -40,7 +40,7 @@ class LLMSettings:
 
     def as_dict(self) -> dict[str, Any]:
         """For results.json (no secrets live here: a URL's credentials are masked)."""
-        from ..redact import redact_url
+        from harness.runtime.redact import redact_url
 
         return {"llm": redact_url(self.llm) if self.llm else None, "cache_dir": self.cache_dir,
                 "use_cache": self.use_cache, "max_concurrency": self.max_concurrency, "dry_run": self.dry_run,

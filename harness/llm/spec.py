@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import HarnessError
-from ..spec import _split_top, parse_args
-from .types import ChatOptions
+from harness.concepts.errors import HarnessError
+from harness.llm.types import ChatOptions
+from harness.plugins.component_spec import _split_top, parse_args
 
 COMPAT = "openai-compatible"
 ALIASES: dict[str, tuple[str, str | None]] = {

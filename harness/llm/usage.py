@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .pricing import PriceTable
-from .types import Reply
+from harness.llm.pricing import PriceTable
+from harness.llm.types import Reply
 
 #: failures kept verbatim (status and message) per model; the rest are counted by kind
 MAX_EXAMPLES = 5
@@ -134,7 +134,7 @@ class Usage:
         failure_kinds = Counter({k: v for k, v in t.errors.items() if not k.startswith("retried:")})
         extra: dict[str, Any] = {}
         if self.dry_run:
-            from .dryrun import tokenizer_name
+            from harness.llm.dryrun import tokenizer_name
 
             extra["tokenizer"] = tokenizer_name()
         return {

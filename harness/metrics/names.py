@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import HarnessError
+from harness.concepts.errors import HarnessError
 
 MAX_CUTOFF = 1_000_000  # the largest k accepted in ``metric@k`` or ``cutoff=k``
 _INT = re.compile(r"[+-]?[0-9]{1,18}")

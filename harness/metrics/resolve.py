@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import HarnessError, UnknownComponentError
-from ..registry import Registry
-from ..spec import parse_spec
-from .names import STANDARD_ALIASES, check_cutoff
+from harness.concepts.errors import HarnessError, UnknownComponentError
+from harness.metrics.names import STANDARD_ALIASES, check_cutoff
+from harness.plugins.component_spec import parse_spec
+from harness.plugins.registry import Registry
 
 _AT_K = re.compile(r"(?P<family>.+)@(?P<k>[+-]?[0-9]+)")
 
@@ -34,7 +34,7 @@ def _registered(registry: Registry, text: str) -> tuple[Any, dict[str, Any]] | N
 
 
 def _is_standard(name: str) -> bool:
-    from .standard import parse_measure
+    from harness.metrics.standard import parse_measure
 
     try:
         parse_measure(name, check=False)
@@ -48,7 +48,7 @@ def resolve_metrics(registry: Registry, names: list[str]) -> list[Any]:
     ``cutoff=10``), else a standard measure (``nDCG@10``, ``MRR@10``, any ir-measures syntax).
     A cutoff (``@k``, ``cutoff=k``) must be a whole number from 1 to :data:`~.names.MAX_CUTOFF`.
     All standard measures are merged into one object so they are computed in one pass."""
-    from .standard import StandardMetric, parse_measure
+    from harness.metrics.standard import StandardMetric, parse_measure
 
     out: list[Any] = []
     standard: StandardMetric | None = None

@@ -11,9 +11,9 @@ import operator
 import re
 from typing import Any
 
-from ..components import MetricInput, MetricResult
-from ..errors import HarnessError
-from .names import STANDARD_ALIASES, check_cutoff
+from harness.concepts.errors import HarnessError
+from harness.concepts.protocols import MetricInput, MetricResult
+from harness.metrics.names import STANDARD_ALIASES, check_cutoff
 
 _NAME = re.compile(r"^(?P<family>[A-Za-z][A-Za-z\-]*)(?P<rest>.*)$")
 

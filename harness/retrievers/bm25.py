@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..document import Document
-from ..errors import HarnessError
-from ..run import Run
-from .tokenize import Tokenizer
+from harness.concepts.document import Document
+from harness.concepts.errors import HarnessError
+from harness.concepts.run import Run
+from harness.retrievers.tokenize import Tokenizer
 
 
 def _number(name: str, value: Any, low: float | None = None) -> float:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..document import Document
-from ..errors import HarnessError
-from ..run import Run
+from harness.concepts.document import Document
+from harness.concepts.errors import HarnessError
+from harness.concepts.run import Run
 
 
 class CandidatesRetriever:

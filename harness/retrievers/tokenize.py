@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..errors import HarnessError
+from harness.concepts.errors import HarnessError
 
 TOKEN_RE = re.compile(r"\w+")
 

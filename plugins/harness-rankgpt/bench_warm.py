@@ -1,5 +1,5 @@
 """Warm vs cold wall time of RankGPT on TREC DL19 (43 queries x 9 windows = 387 calls) against the
-loopback server with a fixed per-request latency (default 200 ms), through ``harness.pipeline.evaluate``.
+loopback server with a fixed per-request latency (default 200 ms), through ``harness.evaluation.pipeline.evaluate``.
 
     python plugins/harness-rankgpt/bench_warm.py                 # --latency 0.2 --concurrency 8 --repeat 3
 
@@ -41,9 +41,9 @@ def main() -> int:
     os.environ["HARNESS_AUTO_DOWNLOAD"] = "0"
     sys.path.insert(0, str(HERE))
     import harness.llm
-    from harness.llm import TestServer
-    from harness.pipeline import evaluate
-    from harness.plugins import PluginHost
+    from harness.evaluation.pipeline import evaluate
+    from harness.plugins.host import PluginHost
+    from harness.testing import TestServer
 
     import harness_rankgpt
 

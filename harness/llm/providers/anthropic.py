@@ -11,9 +11,16 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..errors import MalformedReply
-from ..types import ChatOptions, Message, Reply, TokenCounts
-from .base import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, BaseProvider, key_source, map_sdk_error, resolve_key
+from harness.llm.errors import MalformedReply
+from harness.llm.providers.base import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_READ_TIMEOUT,
+    BaseProvider,
+    key_source,
+    map_sdk_error,
+    resolve_key,
+)
+from harness.llm.types import ChatOptions, Message, Reply, TokenCounts
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 1024

@@ -13,8 +13,7 @@ import threading
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-from ...redact import redact_url
-from ..errors import (
+from harness.llm.errors import (
     AuthError,
     BadRequest,
     ConnectionFailed,
@@ -27,8 +26,9 @@ from ..errors import (
     RateLimited,
     ServerError,
 )
-from ..retry import parse_retry_after
-from ..types import ChatOptions, Message, Reply
+from harness.llm.retry import parse_retry_after
+from harness.llm.types import ChatOptions, Message, Reply
+from harness.runtime.redact import redact_url
 
 DUMMY_KEY = "EMPTY"
 DEFAULT_READ_TIMEOUT = 60.0

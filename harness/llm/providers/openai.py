@@ -6,9 +6,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..errors import MalformedReply
-from ..types import ChatOptions, Message, Reply, TokenCounts, TokenLogprob, TopLogprob
-from .base import (
+from harness.llm.errors import MalformedReply
+from harness.llm.providers.base import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_READ_TIMEOUT,
     DUMMY_KEY,
@@ -17,6 +16,7 @@ from .base import (
     map_sdk_error,
     resolve_key,
 )
+from harness.llm.types import ChatOptions, Message, Reply, TokenCounts, TokenLogprob, TopLogprob
 
 OPENAI_URL = "https://api.openai.com/v1"
 
@@ -151,7 +151,7 @@ class OpenAICompatibleProvider(OpenAIProvider):
         require_key: bool = True,
     ) -> None:
         if not base_url:
-            from ...errors import HarnessError
+            from harness.concepts.errors import HarnessError
 
             raise HarnessError(
                 f"openai-compatible:{model} needs base_url, e.g. "

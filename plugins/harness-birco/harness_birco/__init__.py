@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.hookspecs import hookimpl
-from harness.lazy import lazy
+from harness.plugins.hookspecs import hookimpl
+from harness.plugins.lazy import lazy
 
 __version__ = "0.1.0"
 
@@ -70,7 +70,7 @@ def default_split(task: str) -> str:
 
 def task_files(task: str, split: str | None = None) -> list[Any]:
     """The task's files (data-folder relative) with source URL, sha256 and size."""
-    from harness.task import DataFile
+    from harness.concepts.task import DataFile
 
     split = split or default_split(task)
     names = [f"birco/{task}/{split}_set.pickle"]
@@ -84,7 +84,7 @@ def task_files(task: str, split: str | None = None) -> list[Any]:
 
 
 def birco_task(name: str) -> Any:
-    from harness.task import Task
+    from harness.concepts.task import Task
 
     split = default_split(name)
     return Task(
@@ -103,7 +103,7 @@ def birco_task(name: str) -> Any:
 
 def birco_dev_task(name: str) -> Any:
     """``birco-dev:<name>``: the dev set, pool order as candidates, pairwise accuracy on its triplets."""
-    from harness.task import Task
+    from harness.concepts.task import Task
 
     return Task(name=f"birco-dev:{name}", dataset="birco", dataset_args={"task": name, "split": "dev"},
                 description=f"BIRCO dev set of {name}: triplet pairwise accuracy", first_stage="candidates",
@@ -112,7 +112,7 @@ def birco_dev_task(name: str) -> Any:
 
 
 def birco_suite() -> Any:
-    from harness.task import Task
+    from harness.concepts.task import Task
 
     files = [f for t in TEST_TASKS for f in task_files(t)]
     return Task(name="birco", tasks=[f"birco:{t}" for t in TEST_TASKS], metrics=list(DEFAULT_METRICS),

@@ -6,11 +6,11 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from harness.data import file_identity, resolve
-from harness.document import Document
-from harness.errors import DataError
-from harness.query import Query
-from harness.run import Run
+from harness.concepts.document import Document
+from harness.concepts.errors import DataError
+from harness.concepts.query import Query
+from harness.concepts.run import Run
+from harness.data.folder import file_identity, resolve
 
 
 class RandomOrder:

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.data import file_identity, resolve
-from harness.dataset import Dataset
-from harness.document import Document
-from harness.errors import DataError
-from harness.qrels import Qrels
-from harness.query import Query
-from harness.run import Run
+from harness.concepts.dataset import Dataset
+from harness.concepts.document import Document
+from harness.concepts.errors import DataError
+from harness.concepts.qrels import Qrels
+from harness.concepts.query import Query
+from harness.concepts.run import Run
+from harness.data.folder import file_identity, resolve
 
 from . import TASKS
 from .objectives import OBJECTIVES

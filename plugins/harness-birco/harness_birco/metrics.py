@@ -8,7 +8,7 @@
 Each reports the plain mean over queries (``NAME``), and the bootstrap mean and standard error over
 1,000 resamples of the per-query values with numpy's legacy seed 42 (``NAME:bootstrap``, ``NAME:se``;
 the paper prints the bootstrap mean x100 ± SE), plus ``NAME:queries``. A ranking that is not a
-permutation of its query's pool (``qrel[qid]`` keys) is a :class:`harness.errors.DataError`.
+permutation of its query's pool (``qrel[qid]`` keys) is a :class:`harness.concepts.errors.DataError`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.components import MetricInput, MetricResult
+from harness.concepts.protocols import MetricInput, MetricResult
 
 from .data import check_permutation
 

@@ -17,7 +17,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from harness.components import MetricInput, MetricResult
+from harness.concepts.protocols import MetricInput, MetricResult
 
 RULES = ("auto", "binary", "graded", "doris")
 

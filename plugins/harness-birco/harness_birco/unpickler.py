@@ -20,7 +20,7 @@ that builds plain Python values only: ``str``, ``int``, ``float``, ``bool``, ``N
   :data:`MAX_KEY_TUPLE`), cycles are refused, and dict keys / set items must be scalars or small tuples
   of scalars, so a "billion laughs" pickle fails at once instead of hanging.
 
-Every refusal is a :class:`harness.errors.DataError` naming the file.
+Every refusal is a :class:`harness.concepts.errors.DataError` naming the file.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.errors import DataError
+from harness.concepts.errors import DataError
 
 #: globals admitted, (module, name); none of them is ever imported
 SCALAR = {("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar")}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from harness.errors import DataError
-from harness.pipeline import evaluate
+from harness.concepts.errors import DataError
+from harness.evaluation.pipeline import evaluate
 
 import harness_birco
 from harness_birco.data import load_birco, read_ranks, read_set

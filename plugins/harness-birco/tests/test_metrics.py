@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 
 import pytest
-from harness.components import MetricInput
-from harness.dataset import Dataset
-from harness.errors import DataError
-from harness.qrels import Qrels
-from harness.run import Run
+from harness.concepts.dataset import Dataset
+from harness.concepts.errors import DataError
+from harness.concepts.protocols import MetricInput
+from harness.concepts.qrels import Qrels
+from harness.concepts.run import Run
 
 from harness_birco.baselines import RandomOrder
 from harness_birco.metrics import BircoNDCG, BircoRecall, bootstrap, ndcg, recall

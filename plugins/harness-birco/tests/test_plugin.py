@@ -7,10 +7,10 @@ import sys
 
 import harness.llm
 import pytest
-from harness.llm import ScriptedReply
-from harness.llm.testserver import TestServer
-from harness.pipeline import evaluate
-from harness.plugins import PluginHost
+from harness.evaluation.pipeline import evaluate
+from harness.plugins.host import PluginHost
+from harness.testing import ScriptedReply
+from harness.testing.llm_server import TestServer
 
 
 def test_registered_through_entry_point():

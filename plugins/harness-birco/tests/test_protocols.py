@@ -10,8 +10,8 @@ import re
 
 import harness.llm
 import pytest
-from harness.llm.testserver import TestServer
-from harness.pipeline import evaluate
+from harness.evaluation.pipeline import evaluate
+from harness.testing.llm_server import TestServer
 
 from harness_birco import TASKS
 from harness_birco.data import load_birco

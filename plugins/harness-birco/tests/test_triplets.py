@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from harness.components import MetricInput
-from harness.dataset import Dataset
-from harness.pipeline import evaluate
-from harness.qrels import Qrels
-from harness.run import Run
+from harness.concepts.dataset import Dataset
+from harness.concepts.protocols import MetricInput
+from harness.concepts.qrels import Qrels
+from harness.concepts.run import Run
+from harness.evaluation.pipeline import evaluate
 
 from harness_birco.triplets import PairwiseAccuracy, extract_triplets, pick_rule, query_triplets
 

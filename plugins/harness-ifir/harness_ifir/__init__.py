@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.hookspecs import hookimpl
+from harness.plugins.hookspecs import hookimpl
 
 __version__ = "0.1.0"
 
@@ -50,7 +50,7 @@ def _dataset_factory(subset: str):
 
 
 def make_task(subset: str) -> Any:
-    from harness.task import Task
+    from harness.concepts.task import Task
 
     desc, leveled = SUBSETS[subset]
     return Task(
@@ -66,7 +66,7 @@ def make_task(subset: str) -> Any:
 
 
 def make_suite() -> Any:
-    from harness.task import Task
+    from harness.concepts.task import Task
 
     return Task(name="ifir", description="IFIR-EVAL: the seven subsets (mean over subsets)",
                 tasks=[f"ifir:{s}" for s in SUBSETS], metrics=list(TASK_METRICS), first_stage="retrieve",

@@ -26,12 +26,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.data import POINT_ELSEWHERE, file_identity, iter_lines, locate, missing_message, open_text
-from harness.dataset import Dataset
-from harness.document import Document
-from harness.errors import DataError
-from harness.qrels import Qrels
-from harness.query import Query
+from harness.concepts.dataset import Dataset
+from harness.concepts.document import Document
+from harness.concepts.errors import DataError
+from harness.concepts.qrels import Qrels
+from harness.concepts.query import Query
+from harness.data.folder import POINT_ELSEWHERE, file_identity, iter_lines, locate, missing_message, open_text
 
 MODES = ("query", "instructed")
 RELEASE = "IFIR-EVAL (anonymous ACL submission release; SighingSnow/IFIR layout)"

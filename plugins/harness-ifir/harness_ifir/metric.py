@@ -21,8 +21,8 @@ import math
 import sys
 from typing import Any
 
-from harness.components import MetricInput, MetricResult
-from harness.errors import HarnessError
+from harness.concepts.errors import HarnessError
+from harness.concepts.protocols import MetricInput, MetricResult
 
 
 def instfol_ratio(mean_inst: float, mean_q: float, max_score: float = 3.0) -> float:

@@ -25,7 +25,7 @@ if str(PLUGIN_ROOT) not in sys.path:  # the tests also run without the distribut
 @pytest.fixture(autouse=True)
 def _ifir_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     import harness.llm
-    from harness import data as hdata
+    from harness.data import folder as hdata
 
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HARNESS_AUTO_DOWNLOAD", "0")
@@ -41,7 +41,7 @@ def _ifir_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
 
 @pytest.fixture
 def registry():
-    from harness import plugins
+    from harness.plugins import host as plugins
 
     import harness_ifir
 

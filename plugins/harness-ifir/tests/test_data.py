@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from harness.errors import DataError, HarnessError
+from harness.concepts.errors import DataError, HarnessError
 
 from harness_ifir import SUBSETS
 from harness_ifir.data import load_ifir
@@ -67,8 +67,8 @@ def test_registered_tasks_and_suite(registry):
 
 def _cli(registry, monkeypatch, *args):
     from click.testing import CliRunner
-    from harness import plugins
     from harness.cli import cli
+    from harness.plugins import host as plugins
 
     monkeypatch.setattr(plugins, "get_registry", lambda *a, **k: registry)
     return CliRunner().invoke(cli, list(args))

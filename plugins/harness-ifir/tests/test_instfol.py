@@ -8,9 +8,9 @@ import math
 
 import pytest
 from harness import Dataset, Document, Qrels, Query, Run
-from harness.components import MetricInput
-from harness.llm.testserver import ScriptedReply, TestServer
-from harness.pipeline import task_queries
+from harness.concepts.protocols import MetricInput
+from harness.evaluation.pipeline import task_queries
+from harness.testing.llm_server import ScriptedReply, TestServer
 
 import harness_ifir
 from harness_ifir.judge import InstfolJudge
@@ -154,7 +154,7 @@ def test_import_loads_no_sdk_or_torch():
     import subprocess
     import sys
 
-    code = ("import sys, harness_ifir; from harness.plugins import PluginHost; "
+    code = ("import sys, harness_ifir; from harness.plugins.host import PluginHost; "
             "h = PluginHost(load_entry_points=False); h.register_plugin(harness_ifir, 'ifir'); "
             "[h.registry.lookup('task', f'ifir:{s}') for s in harness_ifir.SUBSETS]; "
             "bad = [m for m in ('openai', 'anthropic', 'torch') if m in sys.modules]; assert not bad, bad")

@@ -1,4 +1,4 @@
-"""`harness eval --task ifir:fiqa --judge instfol` on the fixture through `harness.pipeline.evaluate` and the
+"""`harness eval --task ifir:fiqa --judge instfol` on the fixture through `harness.evaluation.pipeline.evaluate` and the
 CLI, with the loopback server as the LLM; a second retriever sends only the judgments not yet made."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 import zlib
 
 import pytest
-from harness.errors import HarnessError
-from harness.llm.testserver import TestServer
-from harness.pipeline import evaluate
+from harness.concepts.errors import HarnessError
+from harness.evaluation.pipeline import evaluate
+from harness.testing.llm_server import TestServer
 
 
 def reply(request):
@@ -73,8 +73,8 @@ def test_dense_then_bm25(registry, tmp_path, monkeypatch):
 
 def test_cli_eval(registry, tmp_path, monkeypatch):
     from click.testing import CliRunner
-    from harness import plugins
     from harness.cli import cli
+    from harness.plugins import host as plugins
 
     monkeypatch.setattr(plugins, "get_registry", lambda *a, **k: registry)
     with TestServer(reply=reply) as srv:
@@ -87,7 +87,7 @@ def test_cli_eval(registry, tmp_path, monkeypatch):
 
 
 def test_suite_averages_over_subsets(registry):
-    from harness.task import Task
+    from harness.concepts.task import Task
 
     with TestServer(reply=reply) as srv:
         suite = Task(name="ifir-mini", tasks=["ifir:fiqa", "ifir:nfcorpus"], first_stage="retrieve")

@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from harness.pipeline import evaluate
-from harness.plugins import PluginHost
-from harness.testing import build_wheel, fresh_venv, pip
+from harness.evaluation.pipeline import evaluate
+from harness.plugins.host import PluginHost
+from harness.testing.venv import build_wheel, fresh_venv, pip
 
 harness_infosearch = pytest.importorskip("harness_infosearch", reason="pip install -e plugins/harness-infosearch")
 from harness_infosearch import dimensions  # noqa: E402

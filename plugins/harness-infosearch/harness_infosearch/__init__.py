@@ -11,7 +11,7 @@ Importing this module is light (no model library, no data read).
 
 from __future__ import annotations
 
-from harness.hookspecs import hookimpl
+from harness.plugins.hookspecs import hookimpl
 
 from .dimensions import (
     BUILTIN_DIMENSIONS,

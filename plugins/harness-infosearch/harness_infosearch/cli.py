@@ -33,7 +33,7 @@ def _cell(value: Any, scale: float) -> str:
 
 def table1(rows: list[tuple[str, Mapping[str, float]]], wide: bool = False) -> str:
     """Rows ``(label, metrics)`` as the paper prints them: x100, one decimal; mean ranks as they are."""
-    from harness.table import render
+    from harness.results.table import render
 
     cols = TABLE1 + (WIDE if wide else [])
     body = [(label, *(_cell(m.get(key), scale) for _, key, scale in cols)) for label, m in rows]
@@ -73,9 +73,9 @@ def table_cmd(results: tuple[str, ...], wide: bool, label: str | None) -> None:
 @infosearch_group.command("dimensions")
 def dimensions_cmd() -> None:
     """List the installed InfoSearch dimensions and whether their data is present."""
-    from harness.data import locate
-    from harness.plugins import get_host
-    from harness.table import render
+    from harness.data.folder import locate
+    from harness.plugins.host import get_host
+    from harness.results.table import render
 
     from .data import has_tables
     from .dimensions import registered_dimensions

@@ -19,15 +19,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness.data import file_identity, resolve
-from harness.dataset import Dataset
-from harness.document import Document
-from harness.errors import DataError
-from harness.io.beir import as_id, iter_parquet, read_corpus, read_qrels, read_queries
-from harness.io.jsonl import iter_jsonl_objects
-from harness.qrels import Qrels
-from harness.query import Query
-from harness.run import Run
+from harness.concepts.dataset import Dataset
+from harness.concepts.document import Document
+from harness.concepts.errors import DataError
+from harness.concepts.qrels import Qrels
+from harness.concepts.query import Query
+from harness.concepts.run import Run
+from harness.data.folder import file_identity, resolve
+from harness.formats.beir import as_id, iter_parquet, read_corpus, read_qrels, read_queries
+from harness.formats.jsonl import iter_jsonl_objects
 
 from .dimensions import MODES
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.task import DataFile, Task
+from harness.concepts.task import DataFile, Task
 
 #: the modes of every InfoSearch dataset, in the order the pipeline runs them
 MODES = ("og", "changed", "reversed")
@@ -81,7 +81,7 @@ class Dimension:
     def task(self) -> Task:
         """The task; its ``files`` are the hub files only while the folder lacks a complete set of
         tables (JSONL or Parquet), so a local Parquet export is never overwritten by a download."""
-        from harness.data import locate
+        from harness.data.folder import locate
 
         from .data import has_tables
 

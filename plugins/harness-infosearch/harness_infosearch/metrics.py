@@ -17,9 +17,9 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from harness.components import MetricInput, MetricResult
-from harness.errors import HarnessError
-from harness.run import Run
+from harness.concepts.errors import HarnessError
+from harness.concepts.protocols import MetricInput, MetricResult
+from harness.concepts.run import Run
 
 K_DEFAULT = 20
 FIRST_CASES = ("code", "paper")

@@ -7,7 +7,7 @@ import math
 
 import pytest
 from harness import Dataset, Document, MetricInput, Qrels, Query, Run
-from harness.errors import HarnessError
+from harness.concepts.errors import HarnessError
 
 from harness_infosearch.metrics import (
     PMRR,

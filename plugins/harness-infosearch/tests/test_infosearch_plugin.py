@@ -15,11 +15,11 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from harness.data import set_data_dir
-from harness.download import source_url
-from harness.io.trec import read_run
-from harness.pipeline import evaluate
-from harness.plugins import PluginHost
+from harness.data.download import source_url
+from harness.data.folder import set_data_dir
+from harness.evaluation.pipeline import evaluate
+from harness.formats.trec import read_run
+from harness.plugins.host import PluginHost
 
 import harness_infosearch
 from harness_infosearch import dimensions
@@ -66,7 +66,7 @@ def test_fixture_loads_three_modes():
 def test_parquet_export_reads_the_same(tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
-    from harness.io.jsonl import iter_jsonl_objects
+    from harness.formats.jsonl import iter_jsonl_objects
 
     def to_parquet(src: Path, dst: Path) -> None:
         dst.parent.mkdir(parents=True, exist_ok=True)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.hookspecs import hookimpl
-from harness.retrievers.presets import Preset, render
+from harness.plugins.hookspecs import hookimpl
+from harness.retrievers.dense.presets import Preset, render
 
 __version__ = "0.1.0"
 
@@ -77,7 +77,7 @@ def nv_embed_retriever(
 ) -> Any:
     """A ``DenseRetriever`` with NV-Embed-v2's format. ``options``: any other ``dense`` option
     (``device``, ``dtype``, ``cache_dir``, ``normalize``, ``revision``, ...)."""
-    from harness.retrievers.dense import DenseRetriever
+    from harness.retrievers.dense.retriever import DenseRetriever
 
     options.setdefault("label", "nv-embed")
     return DenseRetriever(**_options(model, instruction, batch_size, max_length, options))
@@ -91,7 +91,7 @@ def nv_embed_reranker(
     **options: Any,
 ) -> Any:
     """A ``DenseReranker`` with NV-Embed-v2's format (re-scores each candidate list)."""
-    from harness.retrievers.dense import DenseReranker
+    from harness.retrievers.dense.retriever import DenseReranker
 
     options.setdefault("label", "nv-embed reranker")
     return DenseReranker(**_options(model, instruction, batch_size, max_length, options))

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from harness import plugins
-from harness.document import Document
-from harness.errors import HarnessError
+from harness.concepts.document import Document
+from harness.concepts.errors import HarnessError
+from harness.plugins import host as plugins
 
 PLUGIN_ROOT = Path(__file__).resolve().parent.parent
 

@@ -23,12 +23,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.data import file_identity, resolve
-from harness.dataset import Dataset
-from harness.document import Document
-from harness.errors import DataError
-from harness.qrels import Qrels
-from harness.query import Query
+from harness.concepts.dataset import Dataset
+from harness.concepts.document import Document
+from harness.concepts.errors import DataError
+from harness.concepts.qrels import Qrels
+from harness.concepts.query import Query
+from harness.data.folder import file_identity, resolve
 
 PERSPECTIVE_MODE = "default"
 ROOT_MODE = "root"
@@ -187,7 +187,7 @@ def load_beir_dataset(
     ``corpus.jsonl``, ``queries.jsonl`` (``meta``: JSON with ``src_query`` and ``perspective``) and
     ``qrels/<split>.jsonl`` (or ``.tsv``); relevant means score >= 1. ``task`` (guessed from the
     folder name when omitted) picks the label rules of the authors' conversion script."""
-    from harness.io.beir import find_table, read_corpus, read_qrels, read_queries
+    from harness.formats.beir import find_table, read_corpus, read_qrels, read_queries
 
     folder = resolve(path)
     if task is None:

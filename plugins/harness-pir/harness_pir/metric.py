@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.components import MetricInput, MetricResult
-from harness.errors import HarnessError
-from harness.qrels import Qrels
+from harness.concepts.errors import HarnessError
+from harness.concepts.protocols import MetricInput, MetricResult
+from harness.concepts.qrels import Qrels
 
 SINGLETON_POLICIES = ("mean", "zero", "drop")
 PERSPECTIVE_MODE = "default"

@@ -32,10 +32,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from harness.document import Document
-from harness.errors import HarnessError
-from harness.query import Query
-from harness.run import Run
+from harness.concepts.document import Document
+from harness.concepts.errors import HarnessError
+from harness.concepts.query import Query
+from harness.concepts.run import Run
 
 METHODS = ("pap", "pap+", "add", "concat", "cast", "cast+", "dual-sum", "tri-sum", "none")
 PERSPECTIVE_MODES = ("auto", "text", "diff")
@@ -223,7 +223,7 @@ def make_pap(base: str = "dense", method: str = "pap", sign: float = -1.0, persp
     ``base`` is a retriever spec (``dense``, ``dense:model=x`` when it is the only argument, or quoted:
     ``base='dense:model=x,batch_size=8'``); every other argument is passed to the base retriever, so
     ``pap:base=dense,model=princeton-nlp/sup-simcse-bert-base-uncased`` works too."""
-    from harness.plugins import get_registry
+    from harness.plugins.host import get_registry
 
     if not isinstance(base, str) or not base.strip():
         raise HarnessError(f"pap: base must be a retriever spec, not {base!r}")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from harness.data import sha256_file
-from harness.errors import DataError
-from harness.plugins import PluginHost
+from harness.concepts.errors import DataError
+from harness.data.folder import sha256_file
+from harness.plugins.host import PluginHost
 
 import harness_pir
 from harness_pir.data import hub_label, load_beir_dataset, load_demo_dataset

@@ -9,8 +9,8 @@ import sys
 from importlib import metadata
 
 import pytest
-from harness.pipeline import evaluate
-from harness.plugins import PluginHost
+from harness.evaluation.pipeline import evaluate
+from harness.plugins.host import PluginHost
 
 import harness_pir
 

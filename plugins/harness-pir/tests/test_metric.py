@@ -7,9 +7,9 @@ import math
 
 import pytest
 from harness import Document, MetricInput, Run
-from harness.errors import HarnessError
+from harness.concepts.errors import HarnessError
 from harness.metrics.resolve import resolve_metrics
-from harness.plugins import PluginHost
+from harness.plugins.host import PluginHost
 
 from harness_pir.data import build_dataset
 from harness_pir.metric import PRecall

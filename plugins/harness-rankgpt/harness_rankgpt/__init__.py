@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.hookspecs import hookimpl
+from harness.plugins.hookspecs import hookimpl
 
 __version__ = "0.1.0"
 

@@ -8,9 +8,9 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from harness.document import Document
-from harness.query import Query
-from harness.run import Run
+from harness.concepts.document import Document
+from harness.concepts.query import Query
+from harness.concepts.run import Run
 
 from . import __version__
 from .parsing import parse_permutation, windows

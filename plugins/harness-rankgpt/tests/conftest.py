@@ -47,7 +47,7 @@ def data_dir() -> Path:
 @pytest.fixture
 def registry():
     """Built-ins plus this plugin, registered in-process (no entry-point scan)."""
-    from harness.plugins import PluginHost
+    from harness.plugins.host import PluginHost
 
     import harness_rankgpt
 

@@ -1,5 +1,5 @@
 """Issue 4's "Done when" on TREC DL19 (all 43 queries, BM25 top-100 from rank_llm), end to end
-through ``harness.pipeline.evaluate`` and the loopback server:
+through ``harness.evaluation.pipeline.evaluate`` and the loopback server:
 
 - an oracle that answers every window with the permutation sorting its passages by their true qrels
   grade gives the best nDCG@10 the BM25 top-100 allows;
@@ -17,8 +17,8 @@ import re
 
 import pytest
 from harness.api import score
-from harness.pipeline import evaluate, load_task_dataset
-from harness.run import Run
+from harness.concepts.run import Run
+from harness.evaluation.pipeline import evaluate, load_task_dataset
 
 from harness_rankgpt.prompts import passage_text
 
@@ -31,7 +31,7 @@ QUERY = re.compile(r"relevance to query: (.*)\.$", re.S)
 @pytest.fixture(scope="module")
 def dl19():
     """(dataset, grade lookup (query text, shown passage) -> grade, BM25 run)."""
-    from harness.plugins import PluginHost
+    from harness.plugins.host import PluginHost
 
     if not (shared_data_path() / "trec-dl" / "bm25_top100.dl19.json").is_file():
         pytest.skip("TREC DL19 data not available: set HARNESS_DATA (see docs/data.md)")
@@ -85,7 +85,7 @@ def garbage(request):
 def run_eval(registry, tmp_path, reply, name, srv=None, limit=None):
     """Evaluate rankgpt on DL19 against ``srv`` (or a new server answering with ``reply``); returns
     the result and the number of requests the server received during this evaluation."""
-    from harness.llm import TestServer
+    from harness.testing import TestServer
 
     if srv is None:
         with TestServer(reply=reply) as srv:
@@ -116,7 +116,7 @@ def test_oracle_reaches_the_best_ndcg_the_candidates_allow(dl19, registry, tmp_p
 
 
 def test_identity_gives_bm25_and_warm_rerun_sends_nothing(dl19, registry, tmp_path, monkeypatch):
-    from harness.llm import TestServer
+    from harness.testing import TestServer
 
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     with TestServer(reply=identity) as srv:  # one server: its base URL is part of the cache key

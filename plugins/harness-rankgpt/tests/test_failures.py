@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from harness.llm import ScriptedReply, TestServer
+from harness.testing import ScriptedReply, TestServer
 
 from .test_dl19 import identity, window
 

@@ -10,11 +10,12 @@ import subprocess
 import sys
 
 import pytest
-from harness.document import Document
-from harness.errors import HarnessError
-from harness.llm import RetryPolicy, ScriptedReply, TestServer, configure
-from harness.query import Query
-from harness.run import Run
+from harness.concepts.document import Document
+from harness.concepts.errors import HarnessError
+from harness.concepts.query import Query
+from harness.concepts.run import Run
+from harness.llm import RetryPolicy, configure
+from harness.testing import ScriptedReply, TestServer
 
 from harness_rankgpt.rankgpt import RankGPT
 from harness_rankgpt.relevance import RelevanceGeneration, rg_score

@@ -1,0 +1,80 @@
+"""The ``harness compare`` and ``harness report`` commands (attached to the main CLI with
+``cli.add_command(compare_cmd)`` and ``cli.add_command(report_cmd)``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+_common = [
+    click.argument("results", nargs=-1, required=True),
+    click.option("--baseline", help="The system the others are tested against (default: the first)."),
+    click.option("--metric", "metrics", multiple=True,
+                 help="Metric(s) to compare (repeatable; default: every metric with per-query values in all)."),
+    click.option("--task", "tasks", multiple=True, help="Only these task(s) (repeatable; default: all shared)."),
+    click.option("--permutations", "-B", default=10_000, show_default=True, type=click.IntRange(min=1),
+                 help="Random resamples for the randomization and Tukey HSD tests."),
+    click.option("--seed", default=0, show_default=True, type=int, help="Random seed."),
+    click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1),
+                 help="Significance level (after Holm correction)."),
+    click.option("--fill", type=click.Choice(["error", "zero", "drop"]), default="error", show_default=True,
+                 help="Queries missing from some runs: error, count as 0, or leave out."),
+    click.option("--name", "names", multiple=True,
+                 help="Names for the systems, in order (default: folder names; or give RESULTS as NAME=DIR)."),
+]
+
+
+def _apply(options):
+    def deco(f):
+        for o in reversed(options):
+            f = o(f)
+        return f
+    return deco
+
+
+@click.command("compare")
+@_apply(_common)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "latex"]), default="table",
+              show_default=True, help="Output format.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Threads for the resampling (the p-values do not depend on it).")
+def compare_cmd(results, baseline, metrics, tasks, permutations, seed, alpha, fill, names, fmt, output,
+                workers) -> None:
+    """Paired significance tests between results folders evaluated on the same task(s).
+
+    Per task and metric: each system against the baseline (paired randomization test, paired
+    t-test, Holm correction over the systems, mean difference with 95% CI, effect size,
+    wins/ties/losses) and, for more than two systems, the randomized Tukey HSD over all pairs."""
+    from harness.compare import compare, load_systems
+    from harness.compare.format import render_result
+
+    systems = load_systems(list(results), list(names))
+    res = compare(systems, baseline=baseline, metrics=list(metrics) or None, tasks=list(tasks) or None,
+                  permutations=permutations, seed=seed, alpha=alpha, fill=fill, workers=workers)
+    text = render_result(res, fmt)
+    if output:
+        Path(output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        click.echo(f"[harness] comparison written to {output}", err=True)
+    else:
+        click.echo(text)
+
+
+@click.command("report")
+@_apply(_common[:1] + _common[1:2] + _common[4:])
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default="report.html", show_default=True,
+              help="The HTML file to write.")
+@click.option("--title", default="harness report", show_default=True, help="The report's title.")
+def report_cmd(results, baseline, permutations, seed, alpha, fill, names, output, title) -> None:
+    """One self-contained HTML report (no network needed) of results folders: per-task tables with
+    significance marks against the baseline, radar charts across a suite's tasks, bar charts per
+    task or instruction level, the worst queries with their rankings, cost and usage."""
+    from harness.compare import load_systems
+    from harness.compare.report import write_report
+
+    systems = load_systems(list(results), list(names))
+    path = write_report(systems, output, baseline=baseline, permutations=permutations, seed=seed, alpha=alpha,
+                        fill=fill, title=title)
+    size = path.stat().st_size
+    click.echo(f"[harness] report written to {path} ({size / 1024:.0f} KiB)", err=True)

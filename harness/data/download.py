@@ -1,0 +1,317 @@
+"""Fetching a task's data files into the data folder (stdlib ``urllib`` only).
+
+Each file is downloaded to ``<file>.part``; an interrupted transfer leaves the ``.part`` and the
+next attempt resumes it with an HTTP ``Range`` request (or starts over when the server ignores
+the range). The sha256 is checked before the file is renamed into place, so a final file always
+has the expected content. ``base_url`` (or ``$HARNESS_DATA_URL``) replaces each file's source URL by
+``base_url + "/" + path``: that is how a mirror, or a local test server, serves the files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from http.client import HTTPException
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.concepts.errors import DataError
+from harness.concepts.task import DataFile, Task
+from harness.data.folder import (
+    ENV_AUTO_DOWNLOAD,
+    ENV_DATA_URL,
+    POINT_ELSEWHERE,
+    data_dir,
+    data_dir_origin,
+    data_dir_source,
+    missing_message,
+    sha256_file,
+)
+from harness.runtime.progress import progress as _progress
+
+CHUNK = 1 << 16
+TIMEOUT_S = 60.0
+USER_AGENT = f"harness/{__version__} (data download)"
+
+
+def source_url(f: DataFile, base_url: str | None = None) -> str:
+    """Where ``f`` is fetched from: ``base_url/path`` when a mirror is given (argument or
+    ``$HARNESS_DATA_URL``), else the task's URL."""
+    base = base_url if base_url is not None else os.environ.get(ENV_DATA_URL) or None
+    if base:
+        return base.rstrip("/") + "/" + f.path.lstrip("/")
+    if not f.url:
+        raise DataError(
+            f"no download URL for {f.path}; give a mirror with ${ENV_DATA_URL}=URL (or "
+            f"`harness data download TASK --base-url URL`), or put the file in the data folder yourself, "
+            f"as {data_dir() / f.path}"
+        )
+    return f.url
+
+
+def file_ok(path: Path, f: DataFile) -> bool:
+    """True when ``path`` exists and matches ``f``'s size and sha256 (those that are given)."""
+    if not path.is_file():
+        return False
+    if f.size is not None and path.stat().st_size != f.size:
+        return False
+    return not f.sha256 or sha256_file(path) == f.sha256.lower()
+
+
+def checksum_problem(path: Path, f: DataFile) -> str | None:
+    """Why the existing file ``path`` is not ``f`` (``checksum mismatch in PATH: expected sha256 X,
+    actual Y (N bytes)``, or a size mismatch when ``f`` gives no sha256), or None when it matches."""
+    size = path.stat().st_size
+    if f.sha256:
+        actual = sha256_file(path)
+        if actual != f.sha256.lower():
+            expected_size = f", {f.size} bytes" if f.size is not None and f.size != size else ""
+            return (f"checksum mismatch in {path}: expected sha256 {f.sha256.lower()}{expected_size}, "
+                    f"actual {actual} ({size} bytes)")
+    elif f.size is not None and size != f.size:
+        return f"size mismatch in {path}: expected {f.size} bytes, found {size}"
+    return None
+
+
+def _open(url: str, start: int) -> Any:
+    headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity"}
+    if start:
+        headers["Range"] = f"bytes={start}-"
+    return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=TIMEOUT_S)
+
+
+def _http_error(exc: urllib.error.HTTPError, url: str) -> DataError:
+    return DataError(f"download failed: HTTP {exc.code} {exc.reason} for {url}")
+
+
+def _open_or_fail(url: str, start: int) -> Any:
+    """Open ``url`` (from byte ``start``); network failures become :class:`DataError`, an HTTP 416
+    for a ranged request is passed on as :class:`urllib.error.HTTPError`."""
+    try:
+        return _open(url, start)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 416 and start:
+            raise
+        raise _http_error(exc, url) from exc
+    except (urllib.error.URLError, OSError, HTTPException) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise DataError(f"download failed: cannot reach {url} ({reason})") from exc
+
+
+def _content_range_start(value: str | None) -> int | None:
+    # "bytes 100-199/200"
+    if not value or not value.startswith("bytes "):
+        return None
+    try:
+        return int(value[6:].split("-", 1)[0])
+    except ValueError:
+        return None
+
+
+def download_file(f: DataFile, target: Path, url: str, progress: bool = True) -> Path:
+    """Fetch one file to ``target`` through ``target.part`` (resuming it), verify, rename."""
+    part = target.with_name(target.name + ".part")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    start = part.stat().st_size if part.is_file() else 0
+    if f.size is not None and start > f.size:
+        part.unlink()
+        start = 0
+    try:
+        resp = _open_or_fail(url, start)
+    except urllib.error.HTTPError as exc:
+        if exc.code != 416 or not start:
+            raise _http_error(exc, url) from exc
+        resp = None  # range past the end: the .part may already be complete
+
+    if resp is not None and start:
+        status = getattr(resp, "status", 200)
+        if status == 206 and _content_range_start(resp.headers.get("Content-Range")) != start:
+            resp.close()  # a range other than the one asked for: fetch the whole file instead
+            resp = _open_or_fail(url, 0)
+            start = 0
+        elif status != 206:
+            start = 0  # the server ignored the range and sends the whole file: start over
+    digest = hashlib.sha256()
+    if resp is not None:
+        with resp:
+            length = resp.headers.get("Content-Length")
+            expected = int(length) if length and length.isdigit() else None
+            total = start + expected if expected is not None else f.size
+            if start:
+                _hash_file(part, digest)
+            bar = _progress(total, f.path, unit="B", unit_scale=True, initial=start, enabled=progress)
+            received = 0
+            try:
+                with open(part, "ab" if start else "wb") as out:
+                    while True:
+                        try:
+                            chunk = resp.read(CHUNK)
+                        except (OSError, HTTPException) as exc:
+                            raise DataError(
+                                f"download of {url} interrupted after {start + received} bytes ({exc}); "
+                                f"run the download again to resume from {part}"
+                            ) from exc
+                        if not chunk:
+                            break
+                        out.write(chunk)
+                        digest.update(chunk)
+                        received += len(chunk)
+                        bar.update(len(chunk))
+            finally:
+                bar.close()
+            if expected is not None and received < expected:
+                raise DataError(
+                    f"download of {url} interrupted: got {start + received} of {start + expected} bytes; "
+                    f"run the download again to resume from {part}"
+                )
+    else:
+        _hash_file(part, digest)
+    return _finalize(part, target, f, url, digest.hexdigest(), resumed=start > 0)
+
+
+def _hash_file(path: Path, digest: Any) -> None:
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+
+
+def _finalize(part: Path, target: Path, f: DataFile, url: str, actual: str, resumed: bool = False) -> Path:
+    size = part.stat().st_size
+    again = ("run the download again to fetch it from the start" if resumed else
+             "the source (or the mirror) serves other content than the task expects")
+    if f.sha256 and actual != f.sha256.lower():
+        part.unlink(missing_ok=True)
+        raise DataError(
+            f"checksum mismatch for {f.path} downloaded from {url}: expected sha256 {f.sha256.lower()}, "
+            f"actual {actual} ({size} bytes{', partly resumed from an earlier download' if resumed else ''}); "
+            f"{part} was deleted; {again}"
+        )
+    if f.size is not None and size != f.size:
+        part.unlink(missing_ok=True)
+        raise DataError(
+            f"size mismatch for {f.path} downloaded from {url}: expected {f.size} bytes, got {size}; "
+            f"{part} was deleted; {again}"
+        )
+    os.replace(part, target)
+    return target
+
+
+def download_task_files(
+    task: Task,
+    dest: str | os.PathLike[str] | None = None,
+    base_url: str | None = None,
+    progress: bool = True,
+    files: Iterable[DataFile] | None = None,
+) -> list[Path]:
+    """Fetch ``task``'s files (or just ``files``) into ``dest`` (default: the data folder).
+
+    Files already present with the right size and checksum are skipped; a present file with another
+    size or checksum is reported on stderr ("checksum mismatch in ..., expected sha256 X, actual Y")
+    and fetched again. Returns the local paths of the requested files (all the task's by default),
+    in order.
+    """
+    root = Path(dest).expanduser() if dest is not None else data_dir()
+    wanted = list(files) if files is not None else list(task.files)
+    paths: list[Path] = []
+    for f in wanted:
+        target = root / f.path
+        problem = checksum_problem(target, f) if target.is_file() else None
+        if target.is_file() and problem is None:
+            paths.append(target)
+            continue
+        url = source_url(f, base_url)
+        if problem is not None:
+            print(f"{problem}; downloading it again", file=sys.stderr, flush=True)
+        if progress:
+            print(f"downloading {f.path} from {url}", file=sys.stderr, flush=True)
+        try:
+            paths.append(download_file(f, target, url, progress=progress))
+        except PermissionError as exc:
+            raise DataError(
+                f"cannot write {target} ({exc.strerror}); choose a writable data folder with --data-dir"
+            ) from exc
+    return paths
+
+
+def auto_download_enabled() -> bool:
+    """False when ``$HARNESS_AUTO_DOWNLOAD`` is ``0`` (also ``false``/``no``/``off``)."""
+    return os.environ.get(ENV_AUTO_DOWNLOAD, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def missing_task_files(task: Task, root: Path | None = None) -> list[DataFile]:
+    """The task's files absent from the data folder (present files are not re-hashed)."""
+    base = root if root is not None else data_dir()
+    return [f for f in task.files if not (base / f.path).exists()]
+
+
+def ensure_task_files(task: Task, progress: bool = True) -> list[Path]:
+    """Make sure the task's files are in the data folder before first use.
+
+    Missing files are downloaded unless ``$HARNESS_AUTO_DOWNLOAD=0``, in which case the error
+    says where it looked and how to point elsewhere or download. A data folder given by
+    ``--data-dir`` must exist (it is never created here); another one is created, and said so.
+    A present file whose checksum differs from the task's is used as it is, with a warning on stderr.
+    Returns the files' paths.
+    """
+    root = data_dir()
+    missing = missing_task_files(task, root)
+    fetch = f"`harness data download {task.name}`"
+    if missing:
+        first = missing[0]
+        more = f" and {len(missing) - 1} more of {task.name}'s files" if len(missing) > 1 else ""
+        if not auto_download_enabled():
+            raise DataError(missing_message(
+                first.path, root / first.path, note=more,
+                remedy=f"Automatic download is off (${ENV_AUTO_DOWNLOAD}=0): fetch the files with {fetch}, "
+                       f"or point to a folder that holds them with {POINT_ELSEWHERE}"))
+        if not root.is_dir():
+            if data_dir_origin() == "option":  # a mistyped --data-dir is reported, never created
+                raise DataError(f"the data folder {root} ({data_dir_source()}) does not exist; check the path, "
+                                f"or create it and fetch {task.name}'s files with `harness data download {task.name} "
+                                f"--data-dir {root}`")
+            if progress:
+                print(f"[harness] creating the data folder {root} ({data_dir_source()}) for {task.name}'s files",
+                      file=sys.stderr, flush=True)
+        try:
+            download_task_files(task, dest=root, progress=progress, files=missing)
+        except DataError as exc:
+            raise DataError(
+                f"{exc}\n{task.name}: fetching its files into the data folder {root} ({data_dir_source()}) failed; "
+                f"run {fetch} to try again (from a mirror: ${ENV_DATA_URL}=URL), or point to a folder that holds "
+                f"them with {POINT_ELSEWHERE}") from exc
+    for f in task.files:
+        if f not in missing:
+            problem = checksum_problem(root / f.path, f) if (root / f.path).is_file() else None
+            if problem:
+                print(f"[harness] warning: {problem}; using the file as it is ({fetch} fetches the "
+                      "published file again)", file=sys.stderr, flush=True)
+    return [root / f.path for f in task.files]
+
+
+def task_file_status(task: Task, root: Path | None = None) -> list[dict[str, Any]]:
+    """Per file: ``path``, ``present``, ``ok`` (size and sha256 match; None when absent), ``url``."""
+    base = root if root is not None else data_dir()
+    out = []
+    for f in task.files:
+        p = base / f.path
+        out.append({"path": f.path, "local": str(p), "present": p.is_file(),
+                    "ok": file_ok(p, f) if p.is_file() else None, "url": f.url})
+    return out
+
+
+__all__ = [
+    "auto_download_enabled",
+    "checksum_problem",
+    "download_file",
+    "download_task_files",
+    "ensure_task_files",
+    "file_ok",
+    "missing_task_files",
+    "source_url",
+    "task_file_status",
+]

@@ -1,0 +1,18 @@
+"""Built-in LLM providers, registered through the ``register_llm_providers`` hook like any plugin's.
+Factories are lazy: no SDK is imported until a provider is created and called."""
+
+from __future__ import annotations
+
+from harness.plugins.builtin import lazy
+from harness.plugins.hookspecs import hookimpl
+
+
+@hookimpl
+def register_llm_providers(register):
+    register("openai", lazy("harness.llm.providers.openai:OpenAIProvider"),
+             "OpenAI Chat Completions (official SDK); OPENAI_API_KEY, OPENAI_BASE_URL; logprobs")
+    register("anthropic", lazy("harness.llm.providers.anthropic:AnthropicProvider"),
+             "Anthropic Messages (official SDK); ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL; no logprobs")
+    register("openai-compatible", lazy("harness.llm.providers.openai:OpenAICompatibleProvider"),
+             "Any OpenAI-compatible server by base_url (vLLM, llama.cpp, Ollama, SGLang); "
+             "aliases vllm:, ollama:, llamacpp:, sglang:")

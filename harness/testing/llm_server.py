@@ -1,0 +1,494 @@
+"""A loopback LLM server for tests (the project's and plugin authors'): speaks OpenAI Chat
+Completions (``POST /v1/chat/completions``, logprobs included when asked) and Anthropic Messages
+(``POST /v1/messages``), with scripted replies, latency, fault injection and request counters.
+
+    with TestServer(reply=lambda req: "[2] > [1]", rate_429=0.2) as srv:
+        client = harness.llm.get_client(srv.spec("my-model"), cache_dir=tmp)
+        ...
+        assert srv.requests_total == ...
+
+``reply`` is None (echo the last user message), a string (always that), a dict (last user message ->
+reply; others are echoed), a list (replies handed out in order, then echo), or a callable
+``(request_json) -> str | (text, logprobs) | ScriptedReply``. ``logprobs`` entries are
+``(token, logprob)`` or ``(token, logprob, [(alt, alt_logprob), ...])``; when a request asks for
+logprobs and the script gives none, they are synthesised from the text.
+
+Command line: ``python -m harness.testing.llm_server --port 0 --echo [--latency 0.2] [--rate-429 0.1]``
+prints ``listening on http://127.0.0.1:PORT`` and serves until interrupted; ``GET /_stats`` returns
+the counters as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+import socket
+import sys
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from socketserver import TCPServer
+from typing import Any
+
+_TOKEN_RE = re.compile(r"\s?\w+|\s?[^\w\s]|\s+")
+
+
+@dataclass
+class ScriptedReply:
+    """Full control over one reply. ``status >= 400`` sends an error with ``error`` as its message;
+    ``malformed`` sends a truncated JSON body; ``hang`` sends nothing until the client gives up;
+    ``body`` sends exactly these bytes with ``status`` and ``content_type`` (an HTML error page from a
+    proxy, say); ``empty_choices`` sends a well-formed completion with no choices (OpenAI API)."""
+
+    text: str = ""
+    logprobs: Sequence[Any] | None = None
+    finish_reason: str = "stop"
+    status: int = 200
+    error: str | None = None
+    headers: Mapping[str, str] | None = None
+    delay: float = 0.0
+    malformed: bool = False
+    hang: bool = False
+    no_logprobs: bool = False  # act like a server that cannot return logprobs
+    body: bytes | None = None
+    content_type: str = "application/json"
+    empty_choices: bool = False
+
+
+ReplyScript = None | str | Mapping[str, str] | Sequence[Any] | Callable[[dict], Any]
+
+
+def last_user_text(request: Mapping[str, Any]) -> str:
+    """The text of the last user turn of an OpenAI or Anthropic request body."""
+    for m in reversed(request.get("messages") or []):
+        if m.get("role") == "user":
+            content = m.get("content")
+            if isinstance(content, list):
+                return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+            return str(content or "")
+    return ""
+
+
+def tokenize(text: str) -> list[str]:
+    """A rough BPE-like split (words with their leading space, punctuation alone)."""
+    return _TOKEN_RE.findall(text)
+
+
+def request_hash(request: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(request, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+class TestServer:
+    """See the module docstring. Counters: ``requests_total``, ``counts`` (request hash -> number
+    received), ``unique_requests``, ``faults`` (kind -> number injected), ``max_in_flight``,
+    ``requests`` (bodies, when ``record``), ``api_keys`` (keys seen, so tests can check which key
+    was sent)."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(
+        self,
+        reply: ReplyScript = None,
+        *,
+        latency: float = 0.0,
+        rate_429: float = 0.0,
+        rate_500: float = 0.0,
+        rate_hang: float = 0.0,
+        rate_malformed: float = 0.0,
+        retry_after: str | None = "0",
+        hang_s: float = 30.0,
+        fail_first: int = 0,
+        fail_status: int = 500,
+        seed: int = 0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        record: bool = True,
+    ) -> None:
+        self.reply, self.latency = reply, float(latency)
+        self.rates = {"429": rate_429, "500": rate_500, "hang": rate_hang, "malformed": rate_malformed}
+        if sum(self.rates.values()) > 1:
+            raise ValueError("fault rates add up to more than 1")
+        self.retry_after, self.hang_s = retry_after, float(hang_s)
+        self.fail_first, self.fail_status = int(fail_first), int(fail_status)
+        self.host, self.port, self.record = host, int(port), record
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._queue: deque[Any] | None = (
+            deque(reply) if isinstance(reply, Sequence) and not isinstance(reply, str) else None
+        )
+        self._stopping = threading.Event()
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.reset_counters()
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> TestServer:
+        self._httpd = _Server((self.host, self.port), _Handler)
+        self._httpd.owner = self
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True,
+            name="llm-testserver",
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> TestServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- addresses -------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.url + "/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.url
+
+    def spec(self, model: str = "test-model", provider: str = "openai-compatible") -> str:
+        """An LLM spec pointing at this server (``openai``, ``openai-compatible`` or ``anthropic``)."""
+        base = self.anthropic_base_url if provider == "anthropic" else self.openai_base_url
+        return f"{provider}:{model}:base_url={base}"
+
+    # -- counters --------------------------------------------------------------------------
+    def reset_counters(self) -> None:
+        with self._lock:
+            self.requests_total = 0
+            self.counts: Counter[str] = Counter()
+            self.faults: Counter[str] = Counter()
+            self.requests: list[dict] = []
+            self.api_keys: set[str] = set()
+            self.in_flight = getattr(self, "in_flight", 0)  # requests being answered stay counted
+            self.max_in_flight = self.in_flight
+
+    @property
+    def unique_requests(self) -> int:
+        return len(self.counts)
+
+    def count_for(self, user_text: str) -> int:
+        """How many requests had ``user_text`` as their last user turn (needs ``record``)."""
+        with self._lock:
+            return sum(1 for r in self.requests if last_user_text(r) == user_text)
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            return {"requests_total": self.requests_total, "unique_requests": len(self.counts),
+                    "faults": dict(self.faults), "max_in_flight": self.max_in_flight}
+
+    # -- request handling (called from handler threads) ------------------------------------
+    def _note(self, body: dict, key: str | None) -> int:
+        h = request_hash(body)
+        with self._lock:
+            self.requests_total += 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self.counts[h] += 1
+            if self.record:
+                self.requests.append(body)
+            if key:
+                self.api_keys.add(key)
+            return self.counts[h]
+
+    def _done(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def _draw_fault(self, nth: int) -> str | None:
+        if nth <= self.fail_first:
+            kind = "429" if self.fail_status == 429 else "500"
+            with self._lock:
+                self.faults[kind] += 1
+            return kind
+        with self._lock:
+            x = self._rng.random()
+            acc = 0.0
+            for kind, rate in self.rates.items():
+                acc += rate
+                if rate and x < acc:
+                    self.faults[kind] += 1
+                    return kind
+        return None
+
+    def _script(self, body: dict) -> ScriptedReply:
+        r = self.reply
+        if self._queue is not None:
+            with self._lock:
+                r = self._queue.popleft() if self._queue else None
+        elif isinstance(r, Mapping):
+            r = r.get(last_user_text(body))
+        elif callable(r):
+            r = r(body)
+        if r is None:
+            return ScriptedReply(last_user_text(body))
+        if isinstance(r, ScriptedReply):
+            return r
+        if isinstance(r, str):
+            return ScriptedReply(r)
+        if isinstance(r, tuple) and len(r) == 2:
+            return ScriptedReply(r[0], r[1])
+        raise TypeError(
+            f"reply script returned {type(r).__name__}; expected str, (text, logprobs) or ScriptedReply"
+        )
+
+    def _wait(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while not self._stopping.is_set():
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, 0.05))
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 1024
+    daemon_threads = True
+    allow_reuse_address = True
+    owner: TestServer
+
+    def server_bind(self) -> None:  # skip HTTPServer's getfqdn (a slow reverse DNS lookup)
+        TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+
+
+def _logprob_entries(script: ScriptedReply, text: str, top_k: int) -> list[dict]:
+    if script.logprobs is not None:
+        entries = []
+        for item in script.logprobs:
+            if isinstance(item, Mapping):
+                entries.append(dict(item))
+                continue
+            token, lp, *rest = item
+            alts = list(rest[0]) if rest else [(token, lp)]
+            top = [{"token": t, "logprob": float(a), "bytes": None} for t, a in alts]
+            entries.append({"token": token, "logprob": float(lp), "top_logprobs": top})
+        for e in entries:
+            e.setdefault("bytes", None)
+            e["top_logprobs"] = (e.get("top_logprobs") or [])[:top_k]
+        return entries
+    out = []
+    for tok in tokenize(text):
+        alts = [{"token": tok, "logprob": -0.01, "bytes": None}]
+        alts += [{"token": f"{tok}~{j}", "logprob": -2.0 - j, "bytes": None} for j in range(1, top_k)]
+        out.append({"token": tok, "logprob": -0.01, "bytes": None, "top_logprobs": alts[:top_k]})
+    return out
+
+
+_ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens", "refusal": "refusal",
+                   "content_filter": "refusal"}
+_ANTHROPIC_ERR = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                  404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def _send(self, status: int, payload: bytes, headers: Mapping[str, str] | None = None,
+              content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self._headers_buffer.append(b"\r\n" + payload)  # one write: headers and body together
+        self._release()
+        try:
+            self.flush_headers()
+        except OSError:
+            self.close_connection = True
+
+    def _json(self, status: int, obj: Any, headers: Mapping[str, str] | None = None) -> None:
+        self._send(status, json.dumps(obj).encode(), headers)
+
+    def _error(self, api: str, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
+        if api == "anthropic":
+            etype = _ANTHROPIC_ERR.get(status, "api_error")
+            self._json(status, {"type": "error", "error": {"type": etype, "message": message}}, headers)
+        else:
+            self._json(status, {"error": {"message": message, "type": "test_error", "code": status}}, headers)
+
+    def do_GET(self) -> None:
+        owner = self.server.owner
+        path = self.path.split("?")[0].rstrip("/")
+        if path.endswith("/_stats"):
+            self._json(200, owner.stats())
+        elif path.endswith("/models"):
+            self._json(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
+        else:
+            self._json(404, {"error": {"message": f"no route GET {self.path}"}})
+
+    def do_POST(self) -> None:
+        owner = self.server.owner
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        path = self.path.split("?")[0].rstrip("/")
+        api = ("openai" if path.endswith("/chat/completions")
+               else "anthropic" if path.endswith("/messages") else "")
+        if not api:
+            self._json(404, {"error": {"message": f"no route POST {self.path}"}})
+            return
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            self._error(api, 400, "request body is not JSON")
+            return
+        auth = self.headers.get("Authorization", "")
+        key = auth[7:] if auth.startswith("Bearer ") else self.headers.get("x-api-key")
+        nth = owner._note(body, key)
+        self._counted = True
+        try:
+            self._answer(owner, api, body, nth)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        """The request stops counting as in flight once its answer is ready (before the write, so
+        a client that sends its next request the moment it reads this reply is not overcounted)."""
+        if getattr(self, "_counted", False):
+            self._counted = False
+            self.server.owner._done()
+
+    def _answer(self, owner: TestServer, api: str, body: dict, nth: int) -> None:
+        if owner.latency:
+            owner._wait(owner.latency)
+        fault = owner._draw_fault(nth)
+        if fault == "429":
+            hdrs = {"Retry-After": owner.retry_after} if owner.retry_after is not None else {}
+            self._error(api, 429, "rate limited (injected)", hdrs)
+            return
+        if fault == "500":
+            self._error(api, 500, "server error (injected)")
+            return
+        if fault == "hang":
+            owner._wait(owner.hang_s)
+            self.close_connection = True
+            return
+        if fault == "malformed":
+            self._send(200, b'{"id": "broken", "choices": [{"message": ')
+            return
+        try:
+            script = owner._script(body)
+        except Exception as exc:  # a broken script is the test's bug: say so in the reply
+            self._error(api, 500, f"reply script failed: {type(exc).__name__}: {exc}")
+            return
+        if script.delay:
+            owner._wait(script.delay)
+        if script.hang:
+            owner._wait(owner.hang_s)
+            self.close_connection = True
+            return
+        if script.body is not None:
+            self._send(script.status, script.body, script.headers, script.content_type)
+            return
+        if script.status >= 400:
+            self._error(api, script.status, script.error or f"scripted error {script.status}", script.headers)
+            return
+        if script.malformed:
+            self._send(200, b'{"id": "broken", "content": [', script.headers)
+            return
+        self._reply(api, body, script)
+
+    def _reply(self, api: str, body: dict, script: ScriptedReply) -> None:
+        text, finish = script.text, script.finish_reason
+        if not text and script.logprobs:
+            text = "".join(e["token"] if isinstance(e, Mapping) else e[0] for e in script.logprobs)
+        stops = body.get("stop") if api == "openai" else body.get("stop_sequences")
+        if isinstance(stops, str):
+            stops = [stops]
+        for s in stops or ():
+            if s and s in text:
+                text = text[: text.index(s)]
+        limit = body.get("max_tokens") or body.get("max_completion_tokens")
+        tokens = tokenize(text)
+        if limit and len(tokens) > int(limit):
+            tokens, finish = tokens[: int(limit)], "length"
+            text = "".join(tokens)
+        prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages") or [])
+        prompt_chars += len(str(body.get("system", "")))
+        n_in, n_out = prompt_chars // 4 + 1, len(tokens)
+        model = body.get("model", "test-model")
+        if api == "anthropic":
+            self._json(200, {
+                "id": "msg_test", "type": "message", "role": "assistant", "model": model,
+                "content": [{"type": "text", "text": text}] if text or finish != "refusal" else [],
+                "stop_reason": _ANTHROPIC_STOP.get(finish, finish), "stop_sequence": None,
+                "usage": {"input_tokens": n_in, "output_tokens": n_out},
+            }, script.headers)
+            return
+        logprobs = None
+        if body.get("logprobs") and not script.no_logprobs:
+            content = _logprob_entries(script, text, int(body.get("top_logprobs") or 0))
+            if script.logprobs is None and limit:
+                content = content[: int(limit)]
+            logprobs = {"content": content, "refusal": None}
+        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+        if finish == "refusal":
+            message = {"role": "assistant", "content": None, "refusal": text or "I can't help with that."}
+        choices = [] if script.empty_choices else [{"index": 0, "message": message, "logprobs": logprobs,
+                                                     "finish_reason": "stop" if finish == "refusal" else finish}]
+        self._json(200, {
+            "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": choices,
+            "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
+        }, script.headers)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m harness.testing.llm_server", description=__doc__.split("\n\n")[0])
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0, help="0 picks a free port (printed)")
+    p.add_argument("--echo", action="store_true", help="reply with the last user message (the default)")
+    p.add_argument("--reply", help="always reply with this text")
+    p.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
+    p.add_argument("--rate-429", type=float, default=0.0)
+    p.add_argument("--rate-500", type=float, default=0.0)
+    p.add_argument("--rate-hang", type=float, default=0.0)
+    p.add_argument("--rate-malformed", type=float, default=0.0)
+    p.add_argument("--retry-after", default="0")
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    srv = TestServer(None if a.echo or a.reply is None else a.reply, latency=a.latency, rate_429=a.rate_429,
+                     rate_500=a.rate_500, rate_hang=a.rate_hang, rate_malformed=a.rate_malformed,
+                     retry_after=a.retry_after, seed=a.seed, host=a.host, port=a.port, record=False)
+    srv.start()
+    print(f"listening on {srv.url}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        srv.stop()
+        print(json.dumps(srv.stats()), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
