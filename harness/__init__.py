@@ -1,17 +1,25 @@
 """harness: evaluation of retrievers, rerankers and LLM judges on instruction-following and
 complex-objective retrieval benchmarks.
 
-Importing this package is cheap: no model library or SDK is imported until a component is used.
+This module is the main public surface (docs/api.md): the data model, the component protocols,
+the errors, the context of an evaluation, what plugins register with, and the Python API. The other
+public modules are ``harness.llm``, ``harness.formats``, ``harness.metrics``,
+``harness.retrievers.dense``, ``harness.testing`` and ``harness.cli``. Importing any of them is cheap:
+no model library or SDK is imported until a component is used.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness.runtime.exports import lazy_exports
 
 __version__ = "0.1.0"
 
-_LAZY = {
+_EXPORTS = {
+    # the data model
     "Query": "harness.concepts.query",
+    "format_query": "harness.concepts.query",
     "Document": "harness.concepts.document",
     "Qrels": "harness.concepts.qrels",
     "Run": "harness.concepts.run",
@@ -19,41 +27,76 @@ _LAZY = {
     "Judgments": "harness.concepts.judgment",
     "Dataset": "harness.concepts.dataset",
     "Task": "harness.concepts.task",
+    "DataFile": "harness.concepts.task",
+    "Uncertainty": "harness.concepts.uncertainty",
+    # component protocols
+    "Retriever": "harness.concepts.protocols",
+    "Reranker": "harness.concepts.protocols",
+    "Judge": "harness.concepts.protocols",
+    "Metric": "harness.concepts.protocols",
     "MetricInput": "harness.concepts.protocols",
     "MetricResult": "harness.concepts.protocols",
+    "CandidateRetriever": "harness.concepts.protocols",
+    "QueryObjectRetriever": "harness.concepts.protocols",
+    "Configurable": "harness.concepts.protocols",
+    "Counting": "harness.concepts.protocols",
+    # errors
+    "HarnessError": "harness.concepts.errors",
+    "DataError": "harness.concepts.errors",
+    # the context of an evaluation
+    "Context": "harness.runtime.context",
+    "DataFolder": "harness.data.folder",
+    "ProgressSettings": "harness.runtime.progress",
+    "progress": "harness.runtime.progress",
+    # registering components
     "hookimpl": "harness.plugins.hookspecs",
+    "lazy": "harness.plugins.lazy",
+    "PluginHost": "harness.plugins.host",
+    # the Python API
     "evaluate": "harness.api",
     "score": "harness.api",
     "load_task": "harness.api",
     "load_dataset": "harness.api",
-    "get_registry": "harness.plugins.host",
-    "HarnessError": "harness.concepts.errors",
-    "DataError": "harness.concepts.errors",
+    "list_plugins": "harness.api",
+    "task_queries": "harness.evaluation.pipeline",
+    "EvalResult": "harness.results.result",
+    "render_table": "harness.results.table",
+    "read_results": "harness.results.store",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness.api import evaluate, load_dataset, load_task, score  # noqa: F401
+    from harness.api import evaluate, list_plugins, load_dataset, load_task, score  # noqa: F401
     from harness.concepts.dataset import Dataset  # noqa: F401
     from harness.concepts.document import Document  # noqa: F401
     from harness.concepts.errors import DataError, HarnessError  # noqa: F401
     from harness.concepts.judgment import Judgment, Judgments  # noqa: F401
-    from harness.concepts.protocols import MetricInput, MetricResult  # noqa: F401
+    from harness.concepts.protocols import (  # noqa: F401
+        CandidateRetriever,
+        Configurable,
+        Counting,
+        Judge,
+        Metric,
+        MetricInput,
+        MetricResult,
+        QueryObjectRetriever,
+        Reranker,
+        Retriever,
+    )
     from harness.concepts.qrels import Qrels  # noqa: F401
-    from harness.concepts.query import Query  # noqa: F401
+    from harness.concepts.query import Query, format_query  # noqa: F401
     from harness.concepts.run import Run  # noqa: F401
-    from harness.concepts.task import Task  # noqa: F401
+    from harness.concepts.task import DataFile, Task  # noqa: F401
+    from harness.concepts.uncertainty import Uncertainty  # noqa: F401
+    from harness.data.folder import DataFolder  # noqa: F401
+    from harness.evaluation.pipeline import task_queries  # noqa: F401
     from harness.plugins.hookspecs import hookimpl  # noqa: F401
-    from harness.plugins.host import get_registry  # noqa: F401
+    from harness.plugins.host import PluginHost  # noqa: F401
+    from harness.plugins.lazy import lazy  # noqa: F401
+    from harness.results.result import EvalResult  # noqa: F401
+    from harness.results.store import read_results  # noqa: F401
+    from harness.results.table import render_table  # noqa: F401
+    from harness.runtime.context import Context  # noqa: F401
+    from harness.runtime.progress import ProgressSettings, progress  # noqa: F401
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'harness' has no attribute {name!r}")
-
-
-__all__ = sorted(_LAZY)
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
+__all__ = sorted(_EXPORTS)

@@ -1,5 +1,7 @@
 """The Python API; it mirrors the CLI (``harness eval`` = :func:`evaluate`, ``harness score`` =
-:func:`score`, ``harness list-plugins`` = :func:`list_plugins`)."""
+:func:`score`, ``harness list-plugins`` = :func:`list_plugins`). Each function takes an optional
+``context`` (:class:`harness.Context`: plugins, data folder, caches, LLM defaults); without one, a
+context is built from the environment for that call."""
 
 from __future__ import annotations
 
@@ -14,27 +16,27 @@ from harness.concepts.qrels import Qrels
 from harness.concepts.run import Run
 from harness.concepts.task import Task
 from harness.evaluation.pipeline import EvalResult, evaluate, load_task_dataset
+from harness.runtime.context import Context, ensure_context
 
 
-def load_task(name: str) -> Task:
+def load_task(name: str, context: Context | None = None) -> Task:
     """A registered task (``trec-dl19``, ``scifact``, ``demo``, or one a plugin registers)."""
-    from harness.plugins.host import get_registry
+    ctx = ensure_context(context)
+    return ctx.registry.create("task", name, ctx)
 
-    return get_registry().create("task", name)
 
-
-def load_dataset(spec: str, **args: Any) -> Dataset:
-    """A dataset by component spec (``beir:path=/data/scifact``), or the dataset of a task name."""
-    from harness.plugins.host import get_registry
-
-    reg = get_registry()
-    if spec in reg.components["task"] and not args:
-        return load_task_dataset(reg, load_task(spec))
-    return reg.create("dataset", spec, **args)
+def load_dataset(spec: str, context: Context | None = None, **args: Any) -> Dataset:
+    """A dataset by component spec (``beir:path=/data/scifact``), or the dataset of a task name
+    (its files fetched first when missing)."""
+    ctx = ensure_context(context)
+    if spec in ctx.registry.components["task"] and not args:
+        return load_task_dataset(ctx, load_task(spec, ctx))
+    return ctx.registry.create("dataset", spec, ctx, **args)
 
 
 def score(
-    qrels: Qrels | str | Path, run: Run | str | Path, metrics: Sequence[str] = ("nDCG@10",)
+    qrels: Qrels | str | Path, run: Run | str | Path, metrics: Sequence[str] = ("nDCG@10",),
+    context: Context | None = None,
 ) -> MetricResult:
     """Score a run against qrels (objects or TREC files), like trec_eval.
 
@@ -42,7 +44,6 @@ def score(
     :class:`HarnessError`, as does an empty run file."""
     from harness.formats.trec import read_qrels, read_run
     from harness.metrics.resolve import resolve_metrics
-    from harness.plugins.host import get_registry
 
     q = qrels if isinstance(qrels, Qrels) else read_qrels(qrels)
     r = run if isinstance(run, Run) else read_run(run)
@@ -56,7 +57,7 @@ def score(
     ds = Dataset.single("score", {}, {}, q)
     agg: dict[str, float] = {}
     per: dict[str, dict[str, float]] = {}
-    for metric in resolve_metrics(get_registry(), list(metrics)):
+    for metric in resolve_metrics(ensure_context(context).registry, list(metrics)):
         if not metric.per_mode:
             continue
         res = metric.compute(MetricInput({"default": r}, {"default": q}, ds))
@@ -75,11 +76,9 @@ def _some(ids: Any, n: int = 3) -> str:
     return shown + (f", ... ({len(ids)} in all)" if len(ids) > n else "")
 
 
-def list_plugins() -> list[dict[str, Any]]:
+def list_plugins(context: Context | None = None) -> list[dict[str, Any]]:
     """Every plugin (distribution, version, error) with the components it registers by kind."""
-    from harness.plugins.host import get_host
-
-    return get_host().report()
+    return ensure_context(context).host.report()
 
 
 __all__ = ["evaluate", "score", "load_task", "load_dataset", "list_plugins", "EvalResult"]

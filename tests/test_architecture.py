@@ -10,7 +10,7 @@ import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "harness"
 PLUGINS = ("harness_nv_embed", "harness_rankgpt", "harness_infosearch", "harness_birco", "harness_ifir", "harness_pir",
-           "plugins")
+           "harness_qlm", "plugins")
 
 
 def module_name(path: Path) -> str:

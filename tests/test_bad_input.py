@@ -20,7 +20,7 @@ import harness
 from harness.concepts.errors import DataError, HarnessError
 from harness.concepts.qrels import Qrels
 from harness.concepts.run import Run
-from harness.data import folder as hdata
+from harness.data.folder import DataFolder
 from harness.formats import beir, noveleval, rankllm, trec
 from harness.formats.jsonl import iter_jsonl
 from harness.plugins.registry import Component, Registry
@@ -49,11 +49,6 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
-
-
-@pytest.fixture(autouse=True)
-def _default_data_dir(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hdata, "_override", None)
 
 
 @pytest.fixture
@@ -285,7 +280,7 @@ def test_cli_dataset_path_too_long(tmp_path: Path) -> None:
 
 def test_resolve_name_too_long_is_a_data_error(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="cannot use the path"):
-        hdata.resolve(tmp_path / LONG / "x.txt")
+        DataFolder.from_env().resolve(tmp_path / LONG / "x.txt")
 
 
 # --- --output: checked before any work; existing results are kept unless --overwrite ------------------------
@@ -353,7 +348,7 @@ def test_suite_output_checked_once_before_members_run(tmp_path: Path) -> None:
         harness.evaluate(suite, output=str(out), progress=False)
     assert (out / "demo" / "results.json").read_text() == "{}"
     result = harness.evaluate(suite, output=str(out), overwrite=True, progress=False)
-    assert set(result.results) == {"demo"}
+    assert set(result.members) == {"demo"}
     assert (out / "results.json").is_file() and (out / "demo" / "results.json").read_text() != "{}"
 
 

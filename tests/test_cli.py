@@ -33,7 +33,7 @@ def test_demo_eval_writes_reproducible_results(tmp_path):
     assert data["task"]["name"] == "demo"
     assert data["components"]["retriever"]["name"] == "bm25"
     assert data["components"]["retriever"]["stemmer"] == "porter"
-    assert data["versions"]["harness"] and data["versions"]["pytrec-eval-terrier"]
+    assert data["versions"]["harness-ir"] and data["versions"]["pytrec-eval-terrier"]
     assert all(f["sha256"] for f in data["dataset"]["files"])
     rows = [json.loads(line) for line in (out / "per_query.jsonl").read_text().splitlines()]
     assert len(rows) == data["dataset"]["n_queries"]["default"] == 10
@@ -78,7 +78,7 @@ def test_broken_plugin_is_listed_and_eval_still_works(tmp_path):
     report = {p["distribution"]: p for p in json.loads(listing.stdout)}
     assert "broken on purpose" in report["harness-broken"]["error"]
     assert report["harness-echo"]["components"] == {"retriever": ["bm25", "echo"]}
-    assert {"bm25", "dense"} <= set(report["harness"]["components"]["retriever"])
+    assert {"bm25", "dense"} <= set(report["harness-ir"]["components"]["retriever"])
     text = run_cli("list-plugins", env=env)
     assert "ERROR: import: RuntimeError: this plugin is broken on purpose" in text.stdout
     ev = run_cli("eval", "--task", "demo", "--retriever", "builtin:bm25", "--quiet", "--json", env=env)

@@ -157,3 +157,43 @@ def test_demo_report(demo, tmp_path):
     assert html.count('<table class="metrics" data-task="demo">') == 1
     assert "default: rank" in html  # worst queries' rankings read from run.trec
     assert out.stat().st_size < 1_000_000
+
+
+def test_compare_shows_the_metrics_own_uncertainty(tmp_path):
+    """A metric reported with an SE (results.json "uncertainty") reads ``mean ± SE`` in every format."""
+    from harness.testing.synthetic import birco_like
+
+    folders = birco_like(tmp_path)
+    res = compare(load_systems(folders), permutations=200, metrics=["birco-ndcg@10"], tasks=["birco:wtb"])
+    (mc,) = res.results
+    stored = load_system(folders[1]).tasks["birco:wtb"].uncertainty["birco-ndcg@10"]
+    assert mc.uncertainty["rerank"]["se"] == stored.se and mc.uncertainty["rerank"]["n"] == 20
+    table = render_result(res, "table")
+    assert f"{mc.means['rerank']:.4f} ± {stored.se:.4f}" in table and "standard error the metric reported" in table
+    assert " ± " in render_result(res, "markdown")
+    tex = render_result(res, "latex")
+    assert r"$\pm$" in tex and "±" not in tex
+    data = json.loads(render_result(res, "json"))
+    assert data["results"][0]["uncertainty"]["e5"]["method"] == "standard error of the mean over queries"
+    # a metric without an uncertainty keeps its plain mean
+    write_results_folder(tmp_path / "a", "t", _pq({"q1": 0.5, "q2": 0.4}))
+    write_results_folder(tmp_path / "b", "t", _pq({"q1": 0.6, "q2": 0.1}))
+    plain = compare(load_systems([str(tmp_path / "a"), str(tmp_path / "b")]), permutations=100)
+    assert "±" not in render_result(plain, "table")
+
+
+def test_compare_reads_version_1_results(tmp_path):
+    """Folders written before schema 2: SE, bootstrap and count names are neither compared nor listed."""
+    for k, name in enumerate(["old", "older"]):
+        folder = tmp_path / name
+        folder.mkdir()
+        pq = {f"q{i}": {"birco-ndcg@10": 0.1 * i + 0.05 * k} for i in range(5)}
+        (folder / "per_query.jsonl").write_text("".join(json.dumps({"query_id": q, **v}) + "\n" for q, v in pq.items()))
+        (folder / "results.json").write_text(json.dumps({
+            "task": {"name": "birco:arguana"}, "files": {"per_query": "per_query.jsonl"},
+            "metrics": {"birco-ndcg@10": 0.2 + 0.05 * k, "birco-ndcg@10:bootstrap": 0.21, "birco-ndcg@10:se": 0.03,
+                        "birco-ndcg@10:queries": 5.0}}))
+    res = compare(load_systems([str(tmp_path / "old"), str(tmp_path / "older")]), permutations=100)
+    assert [r.metric for r in res.results] == ["birco-ndcg@10"]
+    assert res.results[0].uncertainty["old"] == {"se": 0.03, "ci95": None, "n": 5, "estimate": 0.21,
+                                                 "method": "bootstrap"}

@@ -15,18 +15,17 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import cli
-from harness.data import folder as hdata
+from harness.data.folder import DataFolder
 
 from .plugin_fixtures import make_distribution
 
 
 @pytest.fixture(autouse=True)
 def _fresh_data_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No folder left by another test's set_data_dir; automatic download off (no network)."""
-    monkeypatch.setattr(hdata, "_override", None)
+    """Automatic download off (no network). (No data folder needs resetting afterwards: there is no
+    process-wide one; each command and context has its own.)"""
     monkeypatch.setenv("HARNESS_AUTO_DOWNLOAD", "0")
     yield
-    hdata.set_data_dir(None)
 
 
 def invoke(*args: str) -> tuple[int, str, str]:
@@ -71,9 +70,11 @@ def test_the_default_is_named_as_the_default(tmp_path: Path, monkeypatch: pytest
     assert (f"(looked in the data folder {root}, the default: neither --data-dir nor $HARNESS_DATA is set; "
             "that folder does not exist)") in err, err
     assert not root.exists()  # automatic download is off: nothing was created
-    assert hdata.data_dir_source() == "the default: neither --data-dir nor $HARNESS_DATA is set"
-    hdata.set_data_dir(tmp_path)
-    assert hdata.data_dir_source() == "given by harness.data.folder.set_data_dir()"
+    assert DataFolder.from_env().source == "the default: neither --data-dir nor $HARNESS_DATA is set"
+    from harness.runtime.context import Context
+
+    assert Context.create(data_dir=tmp_path).data.source == "given by Context(data_dir=...)"
+    assert DataFolder.from_env(tmp_path).source == "given by --data-dir"
 
 
 def test_data_path_names_the_folder_and_its_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -131,18 +132,25 @@ def test_a_mistyped_data_dir_is_one_line_and_status_2(tmp_path: Path, args: list
 
 def test_auto_download_never_creates_a_data_dir_given_by_the_option(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.api import load_task
+    from harness.api import load_dataset, load_task
     from harness.concepts.errors import DataError
     from harness.data.download import ensure_task_files
+    from harness.runtime.context import Context
+    from harness.runtime.progress import ProgressSettings
 
     monkeypatch.setenv("HARNESS_AUTO_DOWNLOAD", "1")
     typo = tmp_path / "dta"
-    hdata.set_data_dir(typo, source="--data-dir")
+    folder = DataFolder.from_env(typo, given_by="--data-dir")
     with pytest.raises(DataError) as exc:
-        ensure_task_files(load_task("noveleval"), progress=False)
+        ensure_task_files(load_task("noveleval"), folder, progress=ProgressSettings("off"))
     assert str(exc.value) == (f"the data folder {typo} (given by --data-dir) does not exist; check the path, or "
                               f"create it and fetch noveleval's files with `harness data download noveleval "
                               f"--data-dir {typo}`")
+    assert not typo.exists()
+    # a folder given in Python is not created either
+    with pytest.raises(DataError) as exc:
+        load_dataset("noveleval", context=Context.create(data_dir=typo, progress=ProgressSettings("off")))
+    assert str(exc.value).startswith(f"the data folder {typo} (given by Context(data_dir=...)) does not exist")
     assert not typo.exists()
 
 

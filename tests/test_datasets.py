@@ -10,16 +10,10 @@ import pytest
 from harness.concepts.errors import DataError
 from harness.concepts.task import load_task_file
 from harness.data import datasets as D
-from harness.data import folder as hdata
 from harness.formats.trec import write_run
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS = sorted((REPO / "tasks").glob("*.toml"))
-
-
-@pytest.fixture(autouse=True)
-def _data_folder(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hdata, "_override", None)
 
 
 @pytest.fixture
@@ -149,9 +143,10 @@ def test_missing_file_names_path_and_env(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_registry_builds_demo() -> None:
-    from harness.plugins.host import get_registry
+    from harness.runtime.context import Context
 
-    ds = get_registry().create("dataset", "demo")
+    context = Context.create()
+    ds = context.registry.create("dataset", "demo", context)
     assert len(ds.corpus) == 40
 
 

@@ -17,10 +17,12 @@ import pytest
 
 from harness.concepts.errors import DataError
 from harness.concepts.task import DataFile, Task, load_task_file
-from harness.data import folder as hdata
 from harness.data.download import download_task_files, ensure_task_files, source_url, task_file_status
+from harness.data.folder import DataFolder
+from harness.runtime.progress import ProgressSettings
 
 REPO = Path(__file__).resolve().parents[1]
+QUIET = ProgressSettings("off")  # no progress, no "downloading ..." line
 
 
 class Handler(SimpleHTTPRequestHandler):
@@ -99,13 +101,13 @@ def test_download_task_and_skip_when_present(
     server: ThreadingHTTPServer, data_dir: Path, tmp_path: Path
 ) -> None:
     task = load_task_file(REPO / "tasks" / "trec-dl19.toml")
-    paths = download_task_files(task, dest=tmp_path, base_url=base(server), progress=False)
+    paths = download_task_files(task, dest=tmp_path, base_url=base(server), progress=QUIET)
     assert paths == [tmp_path / f.path for f in task.files]
     for f, p in zip(task.files, paths, strict=True):
         assert sha(p) == f.sha256 and p.stat().st_size == f.size
         assert not p.with_name(p.name + ".part").exists()
     n = len(server.requests)  # type: ignore[attr-defined]
-    download_task_files(task, dest=tmp_path, base_url=base(server), progress=False)
+    download_task_files(task, dest=tmp_path, base_url=base(server), progress=QUIET)
     assert len(server.requests) == n  # type: ignore[attr-defined]  # already there: nothing fetched
     status = task_file_status(task, root=tmp_path)
     assert all(s["present"] and s["ok"] for s in status)
@@ -117,11 +119,11 @@ def test_interrupted_transfer_resumes(server: ThreadingHTTPServer, data_dir: Pat
     target, part = tmp_path / f.path, tmp_path / (f.path + ".part")
     server.mode = "truncate"  # type: ignore[attr-defined]
     with pytest.raises(DataError, match="interrupted") as exc:
-        download_task_files(task, dest=tmp_path, base_url=base(server), progress=False)
+        download_task_files(task, dest=tmp_path, base_url=base(server), progress=QUIET)
     assert "again to resume" in str(exc.value)
     assert not target.exists() and part.stat().st_size == f.size // 2
     server.mode = "range"  # type: ignore[attr-defined]
-    download_task_files(task, dest=tmp_path, base_url=base(server), progress=False)
+    download_task_files(task, dest=tmp_path, base_url=base(server), progress=QUIET)
     assert sha(target) == f.sha256 and not part.exists()
     assert server.requests[-1] == (f"/{f.path}", f"bytes={f.size // 2}-")  # type: ignore[attr-defined]
 
@@ -133,7 +135,7 @@ def test_server_ignoring_range_restarts(server: ThreadingHTTPServer, data_dir: P
     part.parent.mkdir(parents=True)
     part.write_bytes((data_dir / f.path).read_bytes()[:1000])
     server.mode = "plain"  # type: ignore[attr-defined]
-    download_task_files(task, dest=tmp_path, base_url=base(server), progress=False)
+    download_task_files(task, dest=tmp_path, base_url=base(server), progress=QUIET)
     assert sha(tmp_path / f.path) == f.sha256 and not part.exists()
     assert server.requests[-1][1] == "bytes=1000-"  # type: ignore[attr-defined]  # asked, was ignored
 
@@ -146,7 +148,7 @@ def test_complete_part_is_verified_and_renamed(
     part = tmp_path / (f.path + ".part")
     part.parent.mkdir(parents=True)
     part.write_bytes((data_dir / f.path).read_bytes())  # server answers 416 to the range
-    download_task_files(task, dest=tmp_path, base_url=base(server), progress=False)
+    download_task_files(task, dest=tmp_path, base_url=base(server), progress=QUIET)
     assert sha(tmp_path / f.path) == f.sha256
 
 
@@ -154,7 +156,7 @@ def test_wrong_checksum_is_a_clean_error(server: ThreadingHTTPServer, data_dir: 
     task = one_file_task(data_dir, "noveleval/queries.tsv", digest="0" * 64)
     f = task.files[0]
     with pytest.raises(DataError) as exc:
-        download_task_files(task, dest=tmp_path, base_url=base(server), progress=False)
+        download_task_files(task, dest=tmp_path, base_url=base(server), progress=QUIET)
     msg = str(exc.value)
     assert f"{base(server)}/{f.path}" in msg and "0" * 64 in msg and sha(data_dir / f.path) in msg
     assert not (tmp_path / f.path).exists() and not (tmp_path / (f.path + ".part")).exists()
@@ -167,48 +169,54 @@ def test_corrupt_part_is_discarded(server: ThreadingHTTPServer, data_dir: Path, 
     part.parent.mkdir(parents=True)
     part.write_bytes(b"x" * 500)
     with pytest.raises(DataError, match="checksum mismatch"):
-        download_task_files(task, dest=tmp_path, base_url=base(server), progress=False)
+        download_task_files(task, dest=tmp_path, base_url=base(server), progress=QUIET)
     assert not part.exists()
-    download_task_files(task, dest=tmp_path, base_url=base(server), progress=False)
+    download_task_files(task, dest=tmp_path, base_url=base(server), progress=QUIET)
     assert sha(tmp_path / f.path) == f.sha256
 
 
 def test_http_error_names_url(server: ThreadingHTTPServer, tmp_path: Path) -> None:
     task = Task(name="t", dataset="x", files=[DataFile("nope/missing.txt", "", "", None)])
     with pytest.raises(DataError, match=r"HTTP 404 .*nope/missing\.txt"):
-        download_task_files(task, dest=tmp_path, base_url=base(server), progress=False)
+        download_task_files(task, dest=tmp_path, base_url=base(server), progress=QUIET)
 
 
 def test_ensure_task_files(server: ThreadingHTTPServer, data_dir: Path, tmp_path: Path,
                            monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hdata, "_override", None)
     monkeypatch.setenv("HARNESS_DATA", str(tmp_path))
     task = load_task_file(REPO / "tasks" / "noveleval.toml")
     monkeypatch.setenv("HARNESS_AUTO_DOWNLOAD", "0")
     with pytest.raises(DataError) as exc:
-        ensure_task_files(task, progress=False)
+        ensure_task_files(task, DataFolder.from_env(), progress=QUIET)
     msg = str(exc.value)
     assert str(tmp_path / "noveleval" / "corpus.tsv") in msg and "HARNESS_DATA" in msg
     assert "`harness data download noveleval`" in msg and "2 more" in msg
     monkeypatch.setenv("HARNESS_AUTO_DOWNLOAD", "1")
     monkeypatch.setenv("HARNESS_DATA_URL", base(server))
-    paths = ensure_task_files(task, progress=False)
+    folder = DataFolder.from_env()  # the environment is read when the folder (a context) is made
+    assert folder.auto_download and folder.mirror == base(server)
+    paths = ensure_task_files(task, folder, progress=QUIET)
     assert all(sha(p) == f.sha256 for p, f in zip(paths, task.files, strict=True))
     n = len(server.requests)  # type: ignore[attr-defined]
-    ensure_task_files(task, progress=False)
+    ensure_task_files(task, folder, progress=QUIET)
     assert len(server.requests) == n  # type: ignore[attr-defined]
 
 
-def test_source_url(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_source_url(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     f = DataFile("a/b.txt", "https://example.org/b.txt")
     monkeypatch.delenv("HARNESS_DATA_URL", raising=False)
-    assert source_url(f) == "https://example.org/b.txt"
-    assert source_url(f, "http://mirror/data/") == "http://mirror/data/a/b.txt"
+    folder = DataFolder.from_env(tmp_path)
+    assert folder.mirror is None
+    assert source_url(f, folder.mirror, folder.path) == "https://example.org/b.txt"
+    assert source_url(f, "http://mirror/data/", folder.path) == "http://mirror/data/a/b.txt"
     monkeypatch.setenv("HARNESS_DATA_URL", "http://env-mirror")
-    assert source_url(f) == "http://env-mirror/a/b.txt"
+    folder = DataFolder.from_env(tmp_path)
+    assert source_url(f, folder.mirror, folder.path) == "http://env-mirror/a/b.txt"
     monkeypatch.delenv("HARNESS_DATA_URL")
-    with pytest.raises(DataError, match="no download URL"):
-        source_url(DataFile("a/b.txt"))
+    folder = DataFolder.from_env(tmp_path)
+    with pytest.raises(DataError, match="no download URL") as exc:
+        source_url(DataFile("a/b.txt"), folder.mirror, folder.path)
+    assert str(tmp_path / "a" / "b.txt") in str(exc.value)
 
 
 def test_never_writes_into_shared_data(data_dir: Path) -> None:
@@ -226,17 +234,15 @@ def test_cli_download_then_eval_from_a_fresh_data_folder(server: ThreadingHTTPSe
 
     fresh = tmp_path / "data"
     runner = CliRunner()
-    try:
-        res = runner.invoke(cli, ["--data-dir", str(fresh), "data", "download", "noveleval",
-                                  "--base-url", base(server)])
-        assert res.exit_code == 0, res.output
-        assert "noveleval: 3 file(s) ready" in res.output
-        assert sorted(p.name for p in (fresh / "noveleval").iterdir()) == ["corpus.tsv", "qrels.txt", "queries.tsv"]
-        res = runner.invoke(cli, ["--data-dir", str(fresh), "eval", "--task", "noveleval", "--quiet", "--json"])
-        assert res.exit_code == 0, res.output
-        assert 0 < json.loads(res.output)["nDCG@10"] < 1
-    finally:
-        hdata.set_data_dir(None)
+    res = runner.invoke(cli, ["--data-dir", str(fresh), "data", "download", "noveleval",
+                              "--base-url", base(server)])
+    assert res.exit_code == 0, res.output
+    assert "noveleval: 3 file(s) ready" in res.output
+    assert sorted(p.name for p in (fresh / "noveleval").iterdir()) == ["corpus.tsv", "qrels.txt", "queries.tsv"]
+    res = runner.invoke(cli, ["--data-dir", str(fresh), "eval", "--task", "noveleval", "--quiet", "--json"])
+    assert res.exit_code == 0, res.output
+    assert 0 < json.loads(res.output)["nDCG@10"] < 1
+    assert DataFolder.from_env().path != fresh  # --data-dir was for those commands only: nothing outlives them
 
 
 # --- feedback: checksum mismatches, a created folder, progress outside a terminal ---------------
@@ -273,10 +279,7 @@ def test_cli_checksum_mismatch_names_file_and_both_hashes(bad_mirror: tuple[str,
     url, served = bad_mirror
     monkeypatch.setenv("HARNESS_PROGRESS", "0")
     fresh = tmp_path / "data"
-    try:
-        res = CliRunner().invoke(cli, ["data", "download", "noveleval", "--data-dir", str(fresh), "--base-url", url])
-    finally:
-        hdata.set_data_dir(None)
+    res = CliRunner().invoke(cli, ["data", "download", "noveleval", "--data-dir", str(fresh), "--base-url", url])
     expected = sha(data_dir / "noveleval" / "qrels.txt")
     assert res.exit_code == 2
     assert f"creating the data folder {fresh} (given by --data-dir)\n" in res.stderr
@@ -292,11 +295,11 @@ def test_redownload_reports_a_changed_file(server: ThreadingHTTPServer, data_dir
     task = one_file_task(data_dir, "noveleval/queries.tsv")
     f = task.files[0]
     target = tmp_path / f.path
-    download_task_files(task, dest=tmp_path, base_url=base(server), progress=False)
+    download_task_files(task, dest=tmp_path, base_url=base(server), progress=QUIET)
     capsys.readouterr()
     target.write_bytes(target.read_bytes() + b"edited\n")
     changed = sha(target)
-    download_task_files(task, dest=tmp_path, base_url=base(server), progress=False)
+    download_task_files(task, dest=tmp_path, base_url=base(server), progress=QUIET)
     assert capsys.readouterr().err == (
         f"checksum mismatch in {target}: expected sha256 {f.sha256}, {f.size} bytes, actual {changed} "
         f"({f.size + 7} bytes); downloading it again\n")
@@ -313,7 +316,6 @@ def test_eval_warns_about_a_changed_file(data_dir: Path, tmp_path: Path, monkeyp
     for name in ("corpus.tsv", "queries.tsv", "qrels.txt"):
         (copy / name).write_bytes((data_dir / "noveleval" / name).read_bytes())
     (copy / "qrels.txt").write_bytes((copy / "qrels.txt").read_bytes() + b"0 Q0 x-1 0\n")  # an edited file
-    monkeypatch.setattr(hdata, "_override", None)
     monkeypatch.setenv("HARNESS_DATA", str(tmp_path / "data"))
     res = CliRunner().invoke(cli, ["eval", "--task", "noveleval", "--quiet", "--json"])
     assert res.exit_code == 0, res.output

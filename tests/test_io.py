@@ -13,8 +13,9 @@ import pytest
 
 from harness.concepts.errors import DataError
 from harness.concepts.run import Run
-from harness.data import folder as hdata
+from harness.data.folder import DataFolder
 from harness.formats import beir, noveleval, rankllm, scifact, topics, trec
+from harness.formats import files as hfiles
 from harness.formats.jsonl import iter_jsonl, iter_jsonl_objects
 
 
@@ -36,42 +37,46 @@ def assert_at(exc: pytest.ExceptionInfo[DataError], path: Path, line: int | None
         assert f"line {line}" in str(exc.value)
 
 
-@pytest.fixture(autouse=True)
-def _default_data_dir(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hdata, "_override", None)
-
-
 # --- data folder ------------------------------------------------------------------------------
 
 
 def test_data_dir_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HARNESS_DATA", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert hdata.data_dir() == tmp_path / "xdg" / "harness" / "data"
+    assert DataFolder.from_env().path == tmp_path / "xdg" / "harness" / "data"
+    assert DataFolder.from_env().origin == "default"
     monkeypatch.delenv("XDG_CACHE_HOME")
-    assert hdata.data_dir() == Path.home() / ".cache" / "harness" / "data"
+    assert DataFolder.from_env().path == Path.home() / ".cache" / "harness" / "data"
     monkeypatch.setenv("HARNESS_DATA", str(tmp_path / "env"))
-    assert hdata.data_dir() == tmp_path / "env"
-    hdata.set_data_dir(tmp_path / "cli")
-    assert hdata.data_dir() == tmp_path / "cli"
-    hdata.set_data_dir(None)
-    assert hdata.data_dir() == tmp_path / "env"
+    assert DataFolder.from_env().path == tmp_path / "env"
+    assert DataFolder.from_env().origin == "env"
+    given = DataFolder.from_env(tmp_path / "cli")  # --data-dir wins over the environment
+    assert given.path == tmp_path / "cli" and given.origin == "option"
+    assert DataFolder.from_env(None).path == tmp_path / "env"  # not given: back to the environment
+    # the environment is read when a context is created; a folder given to it wins
+    from harness.runtime.context import Context
+
+    assert Context.create(data_dir=tmp_path / "api").data.path == tmp_path / "api"
+    assert Context.create(data_dir=tmp_path / "api").data.origin == "api"
+    assert Context.create().data.path == tmp_path / "env"
 
 
 def test_resolve_missing_names_path_and_remedies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HARNESS_DATA", str(tmp_path))
+    folder = DataFolder.from_env()
     with pytest.raises(DataError) as exc:
-        hdata.resolve("trec-dl/qrels.dl19-passage.txt")
+        folder.resolve("trec-dl/qrels.dl19-passage.txt")
     msg = str(exc.value)
     assert str(tmp_path / "trec-dl" / "qrels.dl19-passage.txt") in msg
     assert f"(looked in the data folder {tmp_path}, from $HARNESS_DATA)" in msg and "--data-dir" in msg
     (tmp_path / "x.txt").write_text("x")
-    assert hdata.resolve("x.txt") == tmp_path / "x.txt"
-    assert hdata.resolve(tmp_path / "x.txt") == tmp_path / "x.txt"  # absolute paths as given
+    assert folder.resolve("x.txt") == tmp_path / "x.txt"
+    assert folder.resolve(tmp_path / "x.txt") == tmp_path / "x.txt"  # absolute paths as given
 
 
 def test_file_identity_and_sha_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HARNESS_DATA", str(tmp_path))
+    folder = DataFolder.from_env()
     p = write(tmp_path / "sub" / "f.txt", "hello\n")
     calls = []
     real = hashlib.sha256
@@ -80,27 +85,27 @@ def test_file_identity_and_sha_cache(tmp_path: Path, monkeypatch: pytest.MonkeyP
         calls.append(1)
         return real(*a)
 
-    monkeypatch.setattr(hdata.hashlib, "sha256", counting)
-    ident = hdata.file_identity(p)
+    monkeypatch.setattr(hfiles.hashlib, "sha256", counting)
+    ident = folder.file_identity(p)
     assert ident == {"path": "sub/f.txt", "sha256": real(b"hello\n").hexdigest(), "size": 6}
-    hdata.file_identity(p)
+    folder.file_identity(p)
     assert len(calls) == 1  # cached per (path, mtime, size)
     p.write_text("hello, world\n")
     os.utime(p, ns=(time.time_ns(), time.time_ns() + 10_000_000))
-    assert hdata.file_identity(p)["sha256"] == real(b"hello, world\n").hexdigest()
+    assert folder.file_identity(p)["sha256"] == real(b"hello, world\n").hexdigest()
     assert len(calls) == 2
 
 
 def test_iter_lines_gzip_bom_and_bad_utf8(tmp_path: Path) -> None:
     p = write(tmp_path / "a.tsv.gz", "1\tone\n2\ttwo\n", gz=True)
-    assert list(hdata.iter_lines(p)) == [(1, "1\tone"), (2, "2\ttwo")]
+    assert list(hfiles.iter_lines(p)) == [(1, "1\tone"), (2, "2\ttwo")]
     bom = tmp_path / "bom.tsv"
     bom.write_bytes(b"\xef\xbb\xbf1\tx\r\n2\ty\rz\n")
-    assert list(hdata.iter_lines(bom)) == [(1, "1\tx"), (2, "2\ty\rz")]  # lines end at \n only
+    assert list(hfiles.iter_lines(bom)) == [(1, "1\tx"), (2, "2\ty\rz")]  # lines end at \n only
     bad = tmp_path / "bad.tsv"
     bad.write_bytes(b"1\tok\n2\t\xff\xfe\n")
     with pytest.raises(DataError) as exc:
-        list(hdata.iter_lines(bad))
+        list(hfiles.iter_lines(bad))
     assert_at(exc, bad, 2)
 
 
@@ -210,7 +215,7 @@ def test_parquet_without_pyarrow_is_a_clear_error(tmp_path: Path, monkeypatch: p
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     p = write(tmp_path / "corpus.parquet", "not really parquet")
-    with pytest.raises(DataError, match=r"pip install 'harness\[parquet\]'"):
+    with pytest.raises(DataError, match=r"pip install 'harness-ir\[parquet\]'"):
         beir.read_corpus(p)
 
 
@@ -250,7 +255,7 @@ def test_read_run_sorts_like_trec_eval(tmp_path: Path) -> None:
 def test_write_run_round_trip(tmp_path: Path, name: str) -> None:
     run = Run({"q1": [("d3", 2.5), ("d1", 0.1234567890123)], "q2": [("d9", -1.0)]}, name="my run")
     out = trec.write_run(run, tmp_path / name)
-    lines = list(hdata.iter_lines(out))
+    lines = list(hfiles.iter_lines(out))
     assert lines[0][1] == "q1 Q0 d3 1 2.5 my_run"
     assert lines[1][1].split()[3] == "2" and lines[2][1] == "q2 Q0 d9 1 -1.0 my_run"
     back = trec.read_run(out)

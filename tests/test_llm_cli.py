@@ -7,27 +7,19 @@ import subprocess
 import sys
 
 import click
-import pytest
 from click.testing import CliRunner
 
-import harness.llm as llm
-from harness.cli.llm import cache_group, llm_options
-from harness.llm import get_client
+from harness.cli.cache import cache_group
+from harness.cli.options import llm_options
+from harness.llm import LLMSession, get_client
 from harness.testing import TestServer
-
-
-@pytest.fixture(autouse=True)
-def _clean():
-    llm.reset()
-    yield
-    llm.reset()
 
 
 def _fill(tmp_path, n=3):
     with TestServer() as srv:
-        c = get_client(srv.spec("m"), cache_dir=tmp_path, shared=False)
+        c = get_client(srv.spec("m"), cache_dir=tmp_path)
         c.map([f"p{i}" for i in range(n)])
-        get_client(srv.spec("other"), cache_dir=tmp_path, shared=False).chat("x")
+        get_client(srv.spec("other"), cache_dir=tmp_path).chat("x")
         return srv.spec("m")
 
 
@@ -66,7 +58,7 @@ def test_cache_explain(tmp_path):
     assert not out["hit"] and [d["field"] for d in out["differences"]] == ["options.max_tokens"]
 
 
-def test_llm_options_configure_the_layer(tmp_path):
+def test_llm_options_give_the_command_its_settings(tmp_path):
     prices = tmp_path / "p.json"
     prices.write_text('{"models": {"openai-compatible:m": {"input": 1, "output": 1}}}')
     seen = {}
@@ -74,8 +66,8 @@ def test_llm_options_configure_the_layer(tmp_path):
     @click.command()
     @llm_options
     @click.option("--other", default="x")
-    def cmd(llm_settings, other):
-        seen["s"], seen["other"] = llm_settings, other
+    def cmd(llm_settings, cache_dir, other):
+        seen["s"], seen["other"], seen["cache"] = llm_settings, other, cache_dir
 
     res = CliRunner().invoke(cmd, ["--llm", "vllm:m", "--max-concurrency", "3", "--dry-run", "--cache-dir",
                                    str(tmp_path), "--prices", str(prices), "--other", "y"])
@@ -83,16 +75,18 @@ def test_llm_options_configure_the_layer(tmp_path):
     s = seen["s"]
     assert (s.llm, s.max_concurrency, s.dry_run, s.cache_dir, s.prices) == ("vllm:m", 3, True, str(tmp_path),
                                                                             str(prices))
-    assert seen["other"] == "y" and llm.current() == s
-    c = get_client()
+    assert seen["other"] == "y" and seen["cache"] == str(tmp_path)
+    session = LLMSession(s)  # the settings are all a session needs: nothing was configured anywhere else
+    c = session.client()
     assert c.dry_run is not None and c.max_concurrency == 3 and c.label == "openai-compatible:m"
     c.chat("x" * 400)
-    assert llm.session_usage().as_dict()["total"]["cost_usd"] > 0
+    assert session.usage().as_dict()["total"]["cost_usd"] > 0
 
     res = CliRunner().invoke(cmd, ["--llm", "mystery"])
     assert res.exit_code == 2 and "name the provider" in res.output
     res = CliRunner().invoke(cmd, ["--help"])
-    for opt in ("--llm", "--max-concurrency", "--dry-run", "--cache-dir", "--no-llm-cache", "--prices"):
+    for opt in ("--llm", "--max-concurrency", "--dry-run", "--cache-dir", "--no-llm-cache", "--prices", "--llm-timeout",
+                "--llm-connect-timeout", "--llm-budget"):
         assert opt in res.output
 
 
@@ -103,7 +97,7 @@ def test_testserver_command_line(tmp_path):
         line = proc.stdout.readline()
         assert line.startswith("listening on http://127.0.0.1:")
         url = line.split()[-1]
-        c = get_client(f"openai:m:base_url={url}/v1", cache_dir=tmp_path, shared=False)
+        c = get_client(f"openai:m:base_url={url}/v1", cache_dir=tmp_path)
         assert c.chat("ping").text == "ping"
     finally:
         proc.terminate()

@@ -8,12 +8,13 @@ import time
 
 import pytest
 
-import harness.llm as llm
 from harness.concepts.errors import HarnessError, UnknownComponentError
 from harness.llm import (
     AuthError,
     BadRequest,
     ConnectionFailed,
+    LLMSession,
+    LLMSettings,
     LLMTimeout,
     LogprobsUnsupported,
     MalformedReply,
@@ -32,14 +33,14 @@ def _clean(monkeypatch):
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
                 "HARNESS_PRICES", "HARNESS_LLM"):
         monkeypatch.delenv(var, raising=False)
-    llm.reset()
     yield
-    llm.reset()
 
 
-def make(srv, tmp_path, provider="openai-compatible", model="test-model", **kw):
+def make(srv, tmp_path, provider="openai-compatible", model="test-model", session=None, settings=None, **kw):
+    """A client (in ``session``, or a session of its own with ``settings``)."""
     kw.setdefault("retry", RetryPolicy.fast())
-    return get_client(srv.spec(model, provider), cache_dir=tmp_path, shared=False, **kw)
+    session = session or LLMSession(settings)
+    return session.client(srv.spec(model, provider), cache_dir=tmp_path, shared=False, **kw)
 
 
 # -- the basic call, per provider --------------------------------------------------------------------
@@ -183,14 +184,12 @@ def test_hang_times_out_and_is_retried(tmp_path):
         return "late but fine"
 
     with TestServer(reply=script, hang_s=3) as srv:
-        c = make(srv, tmp_path, timeout=0.3)
-        t = time.perf_counter()
+        c = make(srv, tmp_path, settings=LLMSettings(timeout=0.3))
         r = c.chat("x")
         assert r.text == "late but fine" and r.retries == 1
-        assert time.perf_counter() - t < 2.0
         assert c.usage.get(c.label).errors["retried:LLMTimeout"] == 1
     with TestServer(rate_hang=1.0, hang_s=2) as srv:
-        c = make(srv, tmp_path, timeout=0.2, retry=RetryPolicy.fast(max_attempts=2))
+        c = make(srv, tmp_path, settings=LLMSettings(timeout=0.2), retry=RetryPolicy.fast(max_attempts=2))
         with pytest.raises(LLMTimeout):
             c.chat("y")
 
@@ -372,8 +371,8 @@ def test_unknown_provider_lists_known_ones():
 
 def test_plugin_provider_through_the_hook(tmp_path):
     from harness.llm.types import Reply, TokenCounts
-    from harness.plugins import host as plugins
     from harness.plugins.hookspecs import hookimpl
+    from harness.plugins.host import PluginHost
 
     class Upper:
         name, base_url, supports_logprobs = "upper", None, False
@@ -393,37 +392,35 @@ def test_plugin_provider_through_the_hook(tmp_path):
         def register_llm_providers(self, register):
             register("upper", Upper, "test provider")
 
-    plugins.reset()
-    try:
-        llm.client._registry()
-        plugins.get_host().register_plugin(Plugin(), "upper-plugin")
-        c = get_client("upper:m:shout=2", cache_dir=tmp_path, shared=False)
-        assert c.chat("hi").text == "HI!!" and c.chat("hi").cached
-        assert c.usage.get("upper:m").calls == 1
-    finally:
-        plugins.reset()
+    host = PluginHost(load_entry_points=False)
+    host.register_plugin(Plugin(), "upper-plugin")
+    c = LLMSession(registry=host.registry).client("upper:m:shout=2", cache_dir=tmp_path)
+    assert c.chat("hi").text == "HI!!" and c.chat("hi").cached
+    assert c.usage.get("upper:m").calls == 1
 
 
 def test_shared_clients_and_session_usage(tmp_path):
     with TestServer() as srv:
-        llm.configure(cache_dir=str(tmp_path), max_concurrency=3, retry=RetryPolicy.fast())
-        a = get_client(srv.spec())
-        assert get_client(srv.spec()) is a and a.max_concurrency == 3
-        b = get_client(srv.spec("m2"))
+        session = LLMSession(LLMSettings(cache_dir=str(tmp_path), max_concurrency=3, retry=RetryPolicy.fast()))
+        a = session.client(srv.spec())
+        assert session.client(srv.spec()) is a and a.max_concurrency == 3
+        b = session.client(srv.spec("m2"))
         a.chat("1")
         b.chat("2")
         b.chat("2")
-        d = llm.session_usage().as_dict()
+        d = session.usage().as_dict()
         assert d["models"]["openai-compatible:test-model"]["calls"] == 1
         assert d["models"]["openai-compatible:m2"]["cache_hits"] == 1
-        llm.configure(llm=srv.spec("m3"))
-        assert get_client().label == "openai-compatible:m3"
+        other = LLMSession(LLMSettings(llm=srv.spec("m3")))
+        assert other.client().label == "openai-compatible:m3"
+        assert other.usage().as_dict()["total"]["calls"] == 0  # two sessions never share counters
 
 
 def test_clients_of_one_endpoint_share_the_bound(tmp_path):
     with TestServer(latency=0.03) as srv:
-        a = make(srv, tmp_path, max_concurrency=3)
-        b = make(srv, tmp_path, max_concurrency=3, temperature=0.5)  # other defaults, same endpoint
+        session = LLMSession()
+        a = make(srv, tmp_path, session=session, max_concurrency=3)
+        b = make(srv, tmp_path, session=session, max_concurrency=3, temperature=0.5)  # other defaults, same endpoint
         assert a is not b
         threads = [threading.Thread(target=c.map, args=([f"{i}-{k}" for k in range(15)],))
                    for i, c in enumerate((a, b))]

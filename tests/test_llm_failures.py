@@ -16,15 +16,13 @@ import uuid
 
 import pytest
 
-import harness.llm as llm
-from harness.concepts.run import Run
-from harness.evaluation.pipeline import evaluate
+from harness import Context, Run, evaluate, hookimpl
 from harness.llm import (
     AuthError,
     ConnectionFailed,
-    Endpoint,
     EndpointUnavailable,
-    LLMCache,
+    LLMSession,
+    LLMSettings,
     LLMTimeout,
     ModelNotFound,
     RetryPolicy,
@@ -32,7 +30,8 @@ from harness.llm import (
     ServerError,
     get_client,
 )
-from harness.plugins.hookspecs import hookimpl
+from harness.llm.cache import LLMCache
+from harness.llm.endpoint import Endpoint
 from harness.plugins.host import PluginHost
 from harness.testing import ScriptedReply, TestServer
 from harness.testing.llm_server import last_user_text
@@ -42,15 +41,14 @@ from harness.testing.llm_server import last_user_text
 def _clean(monkeypatch):
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "HARNESS_LLM"):
         monkeypatch.delenv(var, raising=False)
-    llm.reset()
     yield
-    llm.reset()
 
 
-def client(srv_or_url, tmp_path, **kw):
+def client(srv_or_url, tmp_path, settings=None, **kw):
+    """A client in a session of its own (``settings``: the session's, e.g. timeouts)."""
     spec = srv_or_url if isinstance(srv_or_url, str) else srv_or_url.spec("m")
     kw.setdefault("retry", RetryPolicy.fast())
-    return get_client(spec, cache_dir=tmp_path / "cache", **kw)
+    return LLMSession(settings).client(spec, cache_dir=tmp_path / "cache", **kw)
 
 
 def free_port() -> int:
@@ -85,7 +83,8 @@ def test_a_dead_endpoint_costs_one_call_then_nothing_is_sent(tmp_path):
     assert u["total"]["failure_kinds"] == {"ConnectionFailed": 1, "EndpointUnavailable": 49}
     example = u["models"]["openai-compatible:m"]["failure_examples"][0]
     assert example["error"] == "ConnectionFailed" and "127.0.0.1" in example["message"]
-    assert "its first call failed" in str(out[1])
+    unsent = next(r for r in out if isinstance(r, EndpointUnavailable))
+    assert "its first call failed" in str(unsent)
 
 
 def test_breaker_opens_after_consecutive_failures_once_the_endpoint_worked(tmp_path):
@@ -95,8 +94,8 @@ def test_breaker_opens_after_consecutive_failures_once_the_endpoint_worked(tmp_p
         return ScriptedReply(status=500, error="down", headers={"Retry-After": "0"}) if state["dead"] else "ok"
 
     with TestServer(reply=script) as srv:
-        llm.configure(max_consecutive_failures=3)
-        c = client(srv, tmp_path, max_concurrency=1, retry=RetryPolicy.fast(max_attempts=2))
+        c = client(srv, tmp_path, LLMSettings(max_consecutive_failures=3), max_concurrency=1,
+                   retry=RetryPolicy.fast(max_attempts=2))
         assert c.chat("warm").text == "ok"
         state["dead"] = True
         out = c.map([f"p{i}" for i in range(10)])
@@ -152,8 +151,8 @@ def test_endpoint_unit_rules():
 def test_a_hung_endpoint_fails_a_call_within_its_budget(tmp_path):
     with TestServer(reply=ScriptedReply(hang=True), hang_s=30) as srv:
         srv.reply = lambda req: ScriptedReply(hang=True)
-        llm.configure(timeout=0.3)
-        c = client(srv, tmp_path, retry=RetryPolicy(max_attempts=6, initial_wait=0.05, jitter=0.0, budget=1.0))
+        c = client(srv, tmp_path, LLMSettings(timeout=0.3),
+                   retry=RetryPolicy(max_attempts=6, initial_wait=0.05, jitter=0.0, budget=1.0))
         with pytest.raises(LLMTimeout) as info:
             c.chat("anything")
         # read timeout 0.3 s, budget 1 s: at most 3 attempts fit, and the message says why it stopped
@@ -165,8 +164,7 @@ def test_a_hung_endpoint_fails_a_call_within_its_budget(tmp_path):
 
 def test_timeouts_are_recorded_in_the_client_description(tmp_path):
     with TestServer() as srv:
-        llm.configure(timeout=7.0, connect_timeout=2.0)
-        d = client(srv, tmp_path).describe()
+        d = client(srv, tmp_path, LLMSettings(timeout=7.0, connect_timeout=2.0)).describe()
     assert d["timeouts"] == {"read_s": 7.0, "connect_s": 2.0} and d["retry"]["budget_s"] == 120.0
 
 
@@ -227,7 +225,6 @@ def _fill(cache_dir, n=30):
         c = get_client(srv.spec("m"), cache_dir=cache_dir, retry=RetryPolicy.fast(), shared=False)
         c.map([f"q{i}" for i in range(n)])
         c.cache.close()
-    llm.reset()
 
 
 def _corrupt(db, how):
@@ -291,8 +288,8 @@ def test_cache_info_on_a_corrupt_folder_works(tmp_path):
 class Counting:
     """A reranker that asks the LLM about the top ``depth`` passages (0: none)."""
 
-    def __init__(self, llm: str | None = None, depth: int = 3):
-        self.client = get_client(llm)
+    def __init__(self, llm: str | None = None, depth: int = 3, context: Context | None = None):
+        self.client = Context.of(context).llm.client(llm)  # the evaluation's LLM session
         self.depth = depth
 
     def rerank(self, queries, run, corpus):
@@ -356,9 +353,6 @@ def test_credentials_in_a_base_url_leak_nowhere(registry, tmp_path, monkeypatch,
         res = evaluate("demo", rerankers=[f"counting:depth=2,llm='{spec}'"], registry=registry, progress=False,
                        output=str(tmp_path / "out"), command=["harness", "eval", "--llm", spec])
         assert res.usage["total"]["calls"] > 0
-    llm.reset()
-    for cache in list(llm.cache._OPEN.values()):
-        cache.close()
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.name == "results.json" for p in files) and any(p.name.endswith(".db") for p in files)
     leaked = [str(p) for p in files if canary.encode() in p.read_bytes()]

@@ -9,6 +9,7 @@ import types
 import pytest
 
 import harness.llm
+from harness import Context
 from harness.concepts.run import Run
 from harness.evaluation.pipeline import evaluate
 from harness.plugins.hookspecs import hookimpl
@@ -19,8 +20,9 @@ from harness.testing.llm_server import TestServer
 class YesNoReranker:
     """Asks the LLM whether each passage answers the query; 'Yes' moves it up."""
 
-    def __init__(self, llm: str | None = None, depth: int = 5):
-        self.client = harness.llm.get_client(llm)  # a missing key fails here, before any work
+    def __init__(self, llm: str | None = None, depth: int = 5, context: Context | None = None):
+        # the evaluation's LLM session; a missing key fails here, before any work
+        self.client = Context.of(context).llm.client(llm)
         self.depth = depth
 
     def rerank(self, queries, run, corpus):
@@ -49,7 +51,6 @@ def registry():
     host = PluginHost(load_entry_points=False)
     host.register_plugin(plugin, "yes-no-plugin")
     yield host.registry
-    harness.llm.reset()
 
 
 def test_usage_in_results_then_cache_then_dry_run(registry, tmp_path, monkeypatch):
@@ -79,16 +80,13 @@ def test_usage_in_results_then_cache_then_dry_run(registry, tmp_path, monkeypatc
 
 def test_missing_key_fails_before_any_data_is_read(registry, tmp_path, monkeypatch):
     from harness.concepts.errors import HarnessError
-    from harness.data import folder as hdata
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    hdata.set_data_dir(tmp_path / "empty")  # trec-dl19's files are not here: reading them would fail
-    try:
-        with pytest.raises(HarnessError, match="OPENAI_API_KEY"):
-            evaluate("trec-dl19", rerankers=["yes-no:llm=openai:gpt-4o-mini"], registry=registry, progress=False)
-    finally:
-        hdata.set_data_dir(None)
+    (tmp_path / "empty").mkdir()  # trec-dl19's files are not here: reading them would fail
+    context = Context.create(registry=registry, data_dir=tmp_path / "empty")
+    with pytest.raises(HarnessError, match="OPENAI_API_KEY"):
+        evaluate("trec-dl19", rerankers=["yes-no:llm=openai:gpt-4o-mini"], context=context, progress=False)
 
 
 def test_suite_adds_up_its_members_usage(tmp_path, monkeypatch):
@@ -111,14 +109,11 @@ def test_suite_adds_up_its_members_usage(tmp_path, monkeypatch):
     plugin.register_rerankers, plugin.register_tasks = register_rerankers, register_tasks
     host = PluginHost(load_entry_points=False)
     host.register_plugin(plugin, "suite-llm")
-    try:
-        with TestServer(reply="No") as srv:
-            res = evaluate("both", rerankers=["yes-no:depth=5"], llm=srv.spec("m"), registry=host.registry,
-                           progress=False, output=str(tmp_path / "out"))
-            assert srv.requests_total == 10 * 3  # demo3's top 3 include demo2's top 2: those are cache hits
-        assert res.usage["total"]["calls"] == 30 and res.usage["total"]["cache_hits"] == 20
-        assert res.usage["members"] == 2
-        data = json.loads((tmp_path / "out" / "results.json").read_text())
-        assert data["usage"]["total"]["calls"] == 30
-    finally:
-        harness.llm.reset()
+    with TestServer(reply="No") as srv:
+        res = evaluate("both", rerankers=["yes-no:depth=5"], llm=srv.spec("m"), registry=host.registry,
+                       progress=False, output=str(tmp_path / "out"))
+        assert srv.requests_total == 10 * 3  # demo3's top 3 include demo2's top 2: those are cache hits
+    assert res.usage["total"]["calls"] == 30 and res.usage["total"]["cache_hits"] == 20
+    assert res.usage["members"] == 2
+    data = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert data["usage"]["total"]["calls"] == 30

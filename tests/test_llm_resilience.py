@@ -13,8 +13,8 @@ import uuid
 
 import pytest
 
-import harness.llm as llm
-from harness.llm import AuthError, BadRequest, LLMCache, RetryPolicy, get_client
+from harness.llm import AuthError, BadRequest, LLMSession, LLMSettings, RetryPolicy
+from harness.llm.cache import LLMCache
 from harness.testing import ScriptedReply, TestServer
 from harness.testing.llm_server import last_user_text
 
@@ -35,9 +35,7 @@ print(ok, u.calls, u.cache_hits, flush=True)
 def _clean(monkeypatch):
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
-    llm.reset()
     yield
-    llm.reset()
 
 
 def _cached_texts(cache_dir) -> set[str]:
@@ -99,11 +97,12 @@ def test_api_key_canary_leaks_nowhere(tmp_path, monkeypatch, caplog, capsys):
             return ScriptedReply(status=401, error="invalid api key")
         return "ok " + text
 
+    cache_dir = tmp_path / "cache"
+    session = LLMSession(LLMSettings(cache_dir=str(cache_dir), retry=RetryPolicy.fast(10), max_concurrency=4))
     with TestServer(reply=script, rate_429=0.2, seed=3) as srv:
-        cache_dir = tmp_path / "cache"
         for spec in (f"openai:gpt-4o-mini:base_url={srv.openai_base_url}",
                      f"anthropic:claude-test:base_url={srv.anthropic_base_url}"):
-            c = get_client(spec, cache_dir=cache_dir, retry=RetryPolicy.fast(10), max_concurrency=4)
+            c = session.client(spec)
             out = c.map([f"q{i}" for i in range(20)] + ["bad"])
             assert isinstance(out[20], BadRequest)
             with pytest.raises(AuthError) as fatal:  # a rejected key stops the run; its message names the variable
@@ -117,10 +116,10 @@ def test_api_key_canary_leaks_nowhere(tmp_path, monkeypatch, caplog, capsys):
             }
             logging.getLogger("harness.llm").info("client %r usage %s", c, c.usage.as_dict())
         assert srv.api_keys == {canary}  # the key really was sent, so a leak would have been possible
-    results["usage"] = llm.session_usage().as_dict()
-    results["table"] = llm.session_usage().table()
+    results["usage"] = session.report()
+    results["table"] = session.usage().table()
     (tmp_path / "results.json").write_text(json.dumps(results))
-    llm.cache.open_cache(cache_dir / "llm").close()
+    session.close()
 
     needle = canary.encode()
     files = [p for p in tmp_path.rglob("*") if p.is_file()]

@@ -165,7 +165,7 @@ def test_suite_runs_members_and_averages(tmp_path):
     host = PluginHost(load_entry_points=False)
     host.register_plugin(plugin, "suite-plugin")
     res = evaluate("pair", output=str(tmp_path), registry=host.registry, progress=False)
-    assert list(res.results) == ["demo-top3", "demo-mrr"]
+    assert list(res.members) == ["demo-top3", "demo-mrr"]
     a, b = res.per_task["demo-top3"], res.per_task["demo-mrr"]
     assert res.metrics["MRR@10"] == pytest.approx((a["MRR@10"] + b["MRR@10"]) / 2)
     assert res.metrics["nDCG@10"] == a["nDCG@10"]  # reported by one member only
@@ -177,7 +177,7 @@ def test_suite_runs_members_and_averages(tmp_path):
 
 
 def test_task_table_prints_the_papers_row():
-    from harness.cli import _summary_table
+    from harness.results.table import summary_table as _summary_table
 
     task = Task(name="demo", dataset="demo", first_stage="retrieve", metrics=["nDCG@10", "MRR@10"],
                 table=[("nDCG", "nDCG@10", 100), ("MRR", "MRR@10", 100), ("absent", "WISE", 100)])
@@ -186,3 +186,20 @@ def test_task_table_prints_the_papers_row():
     assert lines[0].split() == ["nDCG", "MRR", "absent"]
     assert lines[2].split() == ["bm25", "|", "demo", f"{res.metrics['nDCG@10'] * 100:.1f}",
                                 f"{res.metrics['MRR@10'] * 100:.1f}", "-"]
+
+
+def test_the_one_strict_scores_rule_survives_trec_eval():
+    """trec_eval keeps a score as a 32-bit float: scores distinct in 64 bits can tie there, and the
+    tie is broken by document id, not by the reranker's order. The one rule works in 32 bits."""
+    from harness import score
+    from harness.concepts.run import strictly_decreasing
+
+    run = Run({"q": [("a", 1.0), ("b", 1.0 - 1e-12), ("c", 1.0 - 2e-12)]})  # equal as 32-bit floats
+    qrels = Qrels({"q": {"a": 1}})
+    assert not run.is_strictly_decreasing()
+    assert score(qrels, run, ["nDCG@1"]).aggregate["nDCG@1"] == 0.0  # trec_eval put "c" first
+    strict = run.with_strict_scores()
+    assert strict.doc_ids("q") == ["a", "b", "c"] and strict.is_strictly_decreasing()
+    assert score(qrels, strict, ["nDCG@1"]).aggregate["nDCG@1"] == 1.0
+    assert strictly_decreasing([0.9, 0.5, 0.1]) == [0.9, 0.5, 0.1]  # already strict: kept as it is
+    assert strictly_decreasing([2.0, 3.0])[1] < 2.0  # an increase is lowered below its predecessor

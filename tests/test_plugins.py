@@ -32,7 +32,6 @@ def installed(tmp_path, monkeypatch):
     yield tmp_path
     for m in ("harness_echo_plugin", "harness_broken_plugin", "harness_badreg_plugin"):
         sys.modules.pop(m, None)
-    plugins.reset()
 
 
 def _by_dist(host):
@@ -42,8 +41,8 @@ def _by_dist(host):
 def test_builtins_register_through_hooks():
     host = plugins.PluginHost(load_entry_points=False)
     report = _by_dist(host)
-    assert report["harness"]["error"] is None
-    comps = report["harness"]["components"]
+    assert report["harness-ir"]["error"] is None
+    comps = report["harness-ir"]["components"]
     assert {"bm25", "dense", "candidates"} <= set(comps["retriever"])
     assert {"trec-dl19", "trec-dl20", "noveleval", "scifact", "demo"} <= set(comps["task"])
     assert {"nDCG", "MRR", "Recall", "P", "MAP"} <= set(comps["metric"])
@@ -73,22 +72,23 @@ def test_strict_mode_raises(installed, monkeypatch):
 
 def test_block_and_allow_lists(installed, monkeypatch):
     monkeypatch.setenv("HARNESS_BLOCK_PLUGINS", "harness-broken,harness-badreg")
-    ours = {"harness", "harness-echo", "harness-broken", "harness-badreg"}
-    assert set(_by_dist(plugins.PluginHost())) & ours == {"harness", "harness-echo"}
+    ours = {"harness-ir", "harness-echo", "harness-broken", "harness-badreg"}
+    assert set(_by_dist(plugins.PluginHost())) & ours == {"harness-ir", "harness-echo"}
     monkeypatch.delenv("HARNESS_BLOCK_PLUGINS")
     monkeypatch.setenv("HARNESS_PLUGINS", "harness-echo")
-    assert set(_by_dist(plugins.PluginHost())) == {"harness", "harness-echo"}
+    assert set(_by_dist(plugins.PluginHost())) == {"harness-ir", "harness-echo"}
     monkeypatch.delenv("HARNESS_PLUGINS")
     monkeypatch.setenv("HARNESS_DISABLE_PLUGIN_AUTOLOAD", "1")
-    assert set(_by_dist(plugins.PluginHost())) == {"harness"}
+    assert set(_by_dist(plugins.PluginHost())) == {"harness-ir"}
 
 
 def test_name_clash_is_an_error_listing_both(installed):
     reg = plugins.PluginHost().registry
     with pytest.raises(AmbiguousComponentError) as err:
         reg.create("retriever", "bm25")
-    assert "harness-echo" in str(err.value) and "harness" in str(err.value)
+    assert "harness-echo" in str(err.value) and "harness-ir" in str(err.value)
     assert type(reg.create("retriever", "builtin:bm25")).__name__ == "BM25Retriever"
+    assert type(reg.create("retriever", "harness-ir:bm25")).__name__ == "BM25Retriever"
     assert type(reg.create("retriever", "plugin:bm25")).__name__ == "EchoRetriever"
     assert type(reg.create("retriever", "harness-echo:bm25")).__name__ == "EchoRetriever"
 
@@ -149,7 +149,6 @@ def test_plugins_that_exit_are_reported_like_broken_ones(tmp_path, monkeypatch):
     finally:
         for m in ("harness_exits_plugin", "harness_exits_hook_plugin", "harness_echo_plugin"):
             sys.modules.pop(m, None)
-        plugins.reset()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
     for args in (["list-plugins"], ["eval", "--task", "demo", "-q", "--json", "--retriever", "builtin:bm25"]):
         out = subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, env=env)

@@ -30,7 +30,6 @@ class Terminal(io.StringIO):
 def _no_progress_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HARNESS_PROGRESS", raising=False)
     monkeypatch.delenv("HARNESS_PROGRESS_INTERVAL", raising=False)
-    monkeypatch.setattr(hp, "_quiet", False)
 
 
 def test_plain_lines_every_interval_with_done_total_rate_eta() -> None:
@@ -84,7 +83,8 @@ def test_bytes_and_unknown_totals() -> None:
 
 def test_the_environment_chooses(monkeypatch: pytest.MonkeyPatch) -> None:
     log, tty = io.StringIO(), Terminal()
-    assert hp.mode(log) == "lines" and hp.mode(tty) == "bar"
+    settings = hp.ProgressSettings.from_env()
+    assert settings.mode == "auto" and settings.resolve(log) == "lines" and settings.resolve(tty) == "bar"
     monkeypatch.setenv("HARNESS_PROGRESS", "0")
     for stream in (log, tty):
         bar = hp.progress(3, "quiet", stream=stream, every=0)
@@ -103,10 +103,30 @@ def test_the_environment_chooses(monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(hp.progress(5, "small", stream=tty, min_total=10), hp.NullProgress)
     assert isinstance(hp.progress(5, "off", stream=log, enabled=False), hp.NullProgress)
     monkeypatch.setenv("HARNESS_PROGRESS_INTERVAL", "30")
-    assert hp.interval() == 30 and hp.progress(5, "x", stream=log).every == 30
+    assert hp.ProgressSettings.from_env().interval == 30 and hp.progress(5, "x", stream=log).every == 30
     for bad in ("soon", "-1"):
         monkeypatch.setenv("HARNESS_PROGRESS_INTERVAL", bad)
-        assert hp.interval() == hp.DEFAULT_INTERVAL
+        assert hp.ProgressSettings.from_env().interval == hp.DEFAULT_INTERVAL
+
+
+def test_settings_given_explicitly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An evaluation's settings (its context's) win over the environment; ``quiet`` (``--quiet``) is off."""
+    log, tty = io.StringIO(), Terminal()
+    monkeypatch.setenv("HARNESS_PROGRESS", "1")
+    assert hp.ProgressSettings.from_env(quiet=True).mode == "off"
+    off = hp.ProgressSettings("off")
+    for stream in (log, tty):
+        assert off.resolve(stream) == "off"
+        assert isinstance(hp.progress(3, "quiet", settings=off, stream=stream, every=0), hp.NullProgress)
+    lines = hp.ProgressSettings("lines", interval=7)
+    bar = hp.progress(5, "lines", settings=lines, stream=tty)
+    assert isinstance(bar, hp.LineProgress) and bar.every == 7
+    assert hp.ProgressSettings.from_env().mode == "bar"  # the environment is read anew: nothing was kept
+    with pytest.raises(ValueError):
+        hp.ProgressSettings("loud")
+    with pytest.raises(ValueError):
+        hp.ProgressSettings("lines", interval=-1)
+    assert log.getvalue() == tty.getvalue() == ""
 
 
 def test_importing_it_and_help_import_no_tqdm() -> None:
@@ -204,4 +224,8 @@ def test_eval_quiet_silences_encoding_progress(monkeypatch: pytest.MonkeyPatch, 
     assert "dense: encoding: 8/40 texts (20.0%)" in loud.stderr  # a line per batch of 8 (interval 0)
     quiet = CliRunner().invoke(cli, [*args, "--quiet"])
     assert quiet.exit_code == 0 and quiet.stderr == ""
-    assert not hp._quiet  # only while that command ran
+    # only while that command ran: --quiet set the progress of its own context, nothing process-wide
+    assert hp.ProgressSettings.from_env().mode == "auto"
+    again = CliRunner().invoke(cli, args)
+    assert again.exit_code == 0, again.output
+    assert "dense: encoding: 8/40 texts (20.0%)" in again.stderr

@@ -17,7 +17,7 @@ def test_wheel_install_and_uninstall_in_fresh_venv(tmp_path):
     (project / "harness_echo_plugin" / "__init__.py").write_text(GOOD_PLUGIN.replace('"bm25"', '"echo2"'))
     (project / "pyproject.toml").write_text(
         '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n'
-        '[project]\nname = "harness-echo"\nversion = "0.3.0"\ndependencies = ["harness"]\n'
+        '[project]\nname = "harness-echo"\nversion = "0.3.0"\ndependencies = ["harness-ir"]\n'
         '[project.entry-points.harness]\necho = "harness_echo_plugin"\n'
         '[tool.hatch.build.targets.wheel]\npackages = ["harness_echo_plugin"]\n')
     wheel = build_wheel(project, tmp_path / "dist")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-_common = [
+_COMMON_OPTIONS = [
     click.argument("results", nargs=-1, required=True),
     click.option("--baseline", help="The system the others are tested against (default: the first)."),
     click.option("--metric", "metrics", multiple=True,
@@ -34,7 +34,7 @@ def _apply(options):
 
 
 @click.command("compare")
-@_apply(_common)
+@_apply(_COMMON_OPTIONS)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "latex"]), default="table",
               show_default=True, help="Output format.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
@@ -62,7 +62,7 @@ def compare_cmd(results, baseline, metrics, tasks, permutations, seed, alpha, fi
 
 
 @click.command("report")
-@_apply(_common[:1] + _common[1:2] + _common[4:])
+@_apply(_COMMON_OPTIONS[:1] + _COMMON_OPTIONS[1:2] + _COMMON_OPTIONS[4:])
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default="report.html", show_default=True,
               help="The HTML file to write.")
 @click.option("--title", default="harness report", show_default=True, help="The report's title.")
@@ -72,7 +72,9 @@ def report_cmd(results, baseline, permutations, seed, alpha, fill, names, output
     task or instruction level, the worst queries with their rankings, cost and usage."""
     from harness.compare import load_systems
     from harness.compare.report import write_report
+    from harness.runtime.extras import require
 
+    require("jinja2", "report", "harness report")  # before any results folder is read
     systems = load_systems(list(results), list(names))
     path = write_report(systems, output, baseline=baseline, permutations=permutations, seed=seed, alpha=alpha,
                         fill=fill, title=title)

@@ -48,6 +48,8 @@ class MetricComparison:
     dropped: list[str]
     comparisons: list[Comparison]
     tukey: dict[str, dict[str, float]] | None = None  # system -> system -> p
+    # system -> the uncertainty its results report for this metric (results.json "uncertainty"), if any
+    uncertainty: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -117,8 +119,11 @@ def compare(systems: list[System], *, baseline: str | None = None, metrics: list
                                    f"available: {', '.join(available)}")
             chosen = [m for m in metrics if m in available]
         for metric in chosen:
-            out.results.append(_compare_metric(align(ordered, task, metric, fill), permutations, seed, alpha,
-                                               workers, tukey and len(ordered) > 2))
+            mc = _compare_metric(align(ordered, task, metric, fill), permutations, seed, alpha, workers,
+                                 tukey and len(ordered) > 2)
+            mc.uncertainty = {s.name: u.to_dict() for s in ordered
+                              if (u := s.tasks[task].uncertainty.get(metric)) is not None}
+            out.results.append(mc)
     if metrics and not out.results:
         raise HarnessError(f"none of the metrics {', '.join(metrics)} has per-query values in every result")
     return out

@@ -26,12 +26,18 @@ def _p(v: float) -> str:
     return "<0.0001" if v < 1e-4 else f"{v:.4f}"
 
 
-def _rows(r: MetricComparison) -> list[list[str]]:
+def _mean(r: MetricComparison, system: str, value: float, pm: str = "±") -> str:
+    """The mean, with ``± SE`` when the system's results report an SE for the metric."""
+    se = (r.uncertainty.get(system) or {}).get("se")
+    return _f(value) if se is None else f"{_f(value)} {pm} {_f(se)}"
+
+
+def _rows(r: MetricComparison, pm: str = "±") -> list[list[str]]:
     base = r.systems[0]
-    rows = [[f"{base} (baseline)", _f(r.means[base]), "", "", "", "", "", "", "", ""]]
+    rows = [[f"{base} (baseline)", _mean(r, base, r.means[base], pm), "", "", "", "", "", "", "", ""]]
     for c in r.comparisons:
         mark = ("+" if c.diff > 0 else "-") if c.significant else ""
-        rows.append([c.system, _f(c.mean), f"{c.diff:+.4f}", f"[{_f(c.ci_low)}, {_f(c.ci_high)}]",
+        rows.append([c.system, _mean(r, c.system, c.mean, pm), f"{c.diff:+.4f}", f"[{_f(c.ci_low)}, {_f(c.ci_high)}]",
                      _f(c.effect_size, 2), f"{c.wins}/{c.ties}/{c.losses}", _p(c.p_randomization),
                      _p(c.p_randomization_holm), _p(c.p_t), mark])
     return rows
@@ -52,10 +58,13 @@ def _tukey_rows(r: MetricComparison) -> list[list[str]]:
 
 def _footer(res: CompareResult) -> str:
     s = res.settings
-    return (f"Paired randomization test (sign flips), B={s['permutations']}, seed={s['seed']}; p_holm: Holm "
+    text = (f"Paired randomization test (sign flips), B={s['permutations']}, seed={s['seed']}; p_holm: Holm "
             f"correction within each family ({s['family']}); sig: p_holm <= {s['alpha']} (+ higher, - lower than "
             f"{res.baseline}); 95% CI: t interval of the mean difference; d_z: Cohen's d_z; W/T/L: queries won, "
             f"tied, lost against the baseline; p_t: paired t-test. Missing queries: {s['fill']}.")
+    if any(r.uncertainty for r in res.results):
+        text += " mean ± SE: the standard error the metric reported with its value (results.json uncertainty)."
+    return text
 
 
 def to_table(res: CompareResult) -> str:
@@ -112,8 +121,8 @@ def to_latex(res: CompareResult) -> str:
     for r in res.results:
         lines = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{l" + "r" * (len(cols) - 1) + "}",
                  r"\toprule", " & ".join(cols) + r" \\", r"\midrule"]
-        for row in _rows(r):
-            cells = [latex_escape(c) for c in row[:9]]
+        for row in _rows(r, pm="\x00"):
+            cells = [latex_escape(c).replace("\x00", r"$\pm$") for c in row[:9]]
             if row[9]:
                 cells[1] = cells[1] + r"$^{\dagger}$"
             lines.append(" & ".join(cells) + r" \\")

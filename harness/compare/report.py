@@ -14,6 +14,7 @@ from harness.compare import svg
 from harness.compare.analysis import CompareResult, compare
 from harness.compare.runs import System, common_metrics, common_tasks
 from harness.concepts.errors import HarnessError
+from harness.concepts.uncertainty import Uncertainty
 
 LEVEL = re.compile(r"-L(\d+)$")
 MAX_BAR_METRICS = 6
@@ -27,6 +28,9 @@ def _num(v: Any) -> float | None:
 
 
 def _env():
+    from harness.runtime.extras import require
+
+    require("jinja2", "report", "the HTML report")
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("harness.compare", "templates"),
@@ -53,10 +57,29 @@ def _clean(v: Any) -> Any:
     return v
 
 
+def _error(value: float | None, u: Uncertainty | None) -> tuple[float, float, str] | None:
+    """An error bar for ``value``: the 95% interval when there is one, else ± SE."""
+    if u is None or value is None:
+        return None
+    if u.ci95 is not None:
+        return (*u.ci95, "95% interval")
+    if u.se is not None:
+        return value - u.se, value + u.se, f"± SE {u.se:.4f}"
+    return None
+
+
+def _unc_cell(u: Uncertainty | None) -> dict[str, Any]:
+    if u is None:
+        return {"se": None, "ci95": None, "n": None, "estimate": None, "method": None}
+    return {"se": u.se, "ci95": None if u.ci95 is None else list(u.ci95), "n": u.n, "estimate": u.estimate,
+            "method": u.method}
+
+
 def _metric_table(systems: list[System], task: str, res: CompareResult | None) -> dict[str, Any]:
     names: list[str] = []
     for s in systems:
         names += [m for m in s.tasks[task].metrics if m not in names]
+    uncertainties = [s.tasks[task].uncertainty for s in systems]
     rows = []
     for m in names:
         mc = res.lookup(task, m) if res else None
@@ -69,14 +92,21 @@ def _metric_table(systems: list[System], task: str, res: CompareResult | None) -
             if c is not None and c.significant:
                 mark = "▲" if c.diff > 0 else "▼"
             cells.append({"value": v, "mark": mark, "p": None if c is None else _num(c.p_randomization_holm),
-                          "diff": None if c is None else _num(c.diff)})
+                          "diff": None if c is None else _num(c.diff),
+                          **_unc_cell(uncertainties[systems.index(s)].get(m))})
         pick = min if m in LOWER_IS_BETTER else max
         best = pick((c["value"] for c in cells if c["value"] is not None), default=None)
         for c in cells:
             c["best"] = best is not None and c["value"] == best and len(cells) > 1
         rows.append({"metric": m, "cells": cells, "tested": mc is not None,
                      "n": None if mc is None else mc.n_queries})
-    return {"task": task, "rows": rows}
+    details: list[str] = []
+    for s in systems:
+        details += [k for k in s.tasks[task].metric_details if k not in details]
+    detail_rows = [{"name": k, "values": [_num(s.tasks[task].metric_details.get(k)) for s in systems]}
+                   for k in details]
+    return {"task": task, "rows": rows, "details": detail_rows,
+            "has_uncertainty": any(c["se"] is not None or c["ci95"] is not None for r in rows for c in r["cells"])}
 
 
 def _level_bars(systems: list[System], task: str, metrics: list[str]) -> list[dict[str, Any]]:
@@ -86,17 +116,32 @@ def _level_bars(systems: list[System], task: str, metrics: list[str]) -> list[di
         return []
     charts = []
     for metric in metrics[:MAX_BAR_METRICS]:
-        series = []
+        series, errors = [], []
         for s in systems:
-            vals = []
+            vals, errs = [], []
             for lv in levels:
                 xs = [row[metric] for q, row in s.tasks[task].per_query.items()
                       if (m := LEVEL.search(q)) and int(m.group(1)) == lv and row.get(metric) is not None]
-                vals.append(sum(xs) / len(xs) if xs else None)
+                mean = sum(xs) / len(xs) if xs else None
+                vals.append(mean)
+                se = _standard_error(xs)
+                errs.append(None if se is None or mean is None else
+                            (mean - se, mean + se, f"± SE {se:.4f} over {len(xs)} queries"))
             series.append((s.name, vals))
+            errors.append(errs)
         charts.append({"title": f"{task}: {metric} per instruction level", "metric": metric, "kind": "level",
-                       "chart": svg.bars([f"L{lv}" for lv in levels], series)})
+                       "chart": svg.bars([f"L{lv}" for lv in levels], series, errors=errors),
+                       "errors": "± SE of the level's mean over its queries"})
     return charts
+
+
+def _standard_error(xs: list[float]) -> float | None:
+    """The standard error of the mean of ``xs`` (sample standard deviation / sqrt(n)); None for n < 2."""
+    xs = [x for x in xs if x is not None and math.isfinite(x)]
+    if len(xs) < 2:
+        return None
+    mean = sum(xs) / len(xs)
+    return math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1) / len(xs))
 
 
 def _read_rankings(path: Path, qids: set[str], depth: int) -> dict[str, list[dict[str, Any]]]:
@@ -188,8 +233,13 @@ def build_report(systems: list[System], *, baseline: str | None = None, permutat
         bar_charts = []
         for m in shared[:MAX_BAR_METRICS]:
             series = [(s.name, [_num(s.tasks[t].metrics.get(m)) for t in tasks]) for s in systems]
-            chart = svg.bars(svg.short_labels(tasks), series)
-            bar_charts.append({"title": f"{m} per task", "metric": m, "kind": "task", "chart": chart})
+            errors = [[_error(_num(s.tasks[t].metrics.get(m)), s.tasks[t].uncertainty.get(m)) for t in tasks]
+                      for s in systems]
+            chart = svg.bars(svg.short_labels(tasks), series, errors=errors)
+            has_errors = any(r["error"] for r in chart["rects"])
+            bar_charts.append({"title": f"{m} per task", "metric": m, "kind": "task", "chart": chart,
+                               "errors": "the metric's own uncertainty: ± SE, or its 95% interval" if has_errors
+                               else ""})
         means = [{"metric": m, "values": [_num(s.results.get("metrics", {}).get(m)) if s.suite else None
                                            for s in systems]} for m in shared]
         suite = {"tasks": tasks, "radars": radars, "bars": bar_charts, "means": means,
@@ -200,6 +250,9 @@ def build_report(systems: list[System], *, baseline: str | None = None, permutat
         "systems": [{"name": s.name, "path": str(s.path), "components": s.label, "suite": s.suite,
                      "color": svg.color(i)} for i, s in enumerate(systems)],
         "metrics": {s.name: {t: s.tasks[t].metrics for t in tasks} for s in systems},
+        "uncertainty": {s.name: {t: {m: u.to_dict() for m, u in s.tasks[t].uncertainty.items()} for t in tasks}
+                        for s in systems},
+        "metric_details": {s.name: {t: s.tasks[t].metric_details for t in tasks} for s in systems},
         "comparison": None if res is None else res.as_dict(),
         "usage": [_usage(s) for s in systems],
     }

@@ -3,17 +3,19 @@
 A results folder holds ``results.json`` and ``per_query.jsonl`` (one evaluation), or is a suite's
 folder whose ``results.json`` lists member ``tasks`` with their own folders. A :class:`System` is
 one folder; its :attr:`System.tasks` maps each task name to that task's :class:`TaskResult`
-(one entry for a plain result, one per member for a suite)."""
+(one entry for a plain result, one per member for a suite). Every file is read through the results
+contract's one reader, :func:`harness.results.store.read_results` (older schema versions converted)."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.concepts.errors import HarnessError
+from harness.concepts.uncertainty import Uncertainty
+from harness.results.store import StoredResults, read_results
 
 FILL_POLICIES = ("error", "zero", "drop")
 
@@ -22,29 +24,43 @@ FILL_POLICIES = ("error", "zero", "drop")
 class TaskResult:
     task: str
     path: Path
-    results: dict[str, Any]
+    stored: StoredResults
     per_query: dict[str, dict[str, float | None]]
 
     @property
-    def metrics(self) -> dict[str, float]:
-        return self.results.get("metrics", {})
+    def results(self) -> dict[str, Any]:
+        """The results.json contents, in the current schema."""
+        return self.stored.data
+
+    @property
+    def metrics(self) -> dict[str, float | None]:
+        return self.stored.metrics
+
+    @property
+    def uncertainty(self) -> dict[str, Uncertainty]:
+        return self.stored.uncertainty
+
+    @property
+    def metric_details(self) -> dict[str, float | None]:
+        return self.stored.metric_details
 
     def run_files(self) -> dict[str, Path]:
         """mode -> run file path (from ``results.json["files"]``)."""
-        out: dict[str, Path] = {}
-        for key, name in (self.results.get("files") or {}).items():
-            if key.startswith("run[") and key.endswith("]"):
-                out[key[4:-1]] = self.path / name
-        return out
+        return self.stored.run_files()
 
 
 @dataclass
 class System:
     name: str
     path: Path
-    results: dict[str, Any]
+    stored: StoredResults
     tasks: dict[str, TaskResult] = field(default_factory=dict)
     suite: str | None = None
+
+    @property
+    def results(self) -> dict[str, Any]:
+        """The folder's results.json contents (a suite's own for a suite), in the current schema."""
+        return self.stored.data
 
     @property
     def label(self) -> str:
@@ -60,53 +76,24 @@ class System:
         return " > ".join(parts)
 
 
-def _read_per_query(path: Path) -> dict[str, dict[str, float | None]]:
-    rows: dict[str, dict[str, float | None]] = {}
-    if not path.exists():
-        return rows
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise HarnessError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
-            qid = str(row.pop("query_id"))
-            rows[qid] = {k: (float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None)
-                         for k, v in row.items()}
-    return rows
-
-
-def _task_result(folder: Path, results: dict[str, Any]) -> TaskResult:
-    files = results.get("files") or {}
-    per_query = _read_per_query(folder / files.get("per_query", "per_query.jsonl"))
-    name = (results.get("task") or {}).get("name") or folder.name
-    return TaskResult(name, folder, results, per_query)
+def _task_result(stored: StoredResults) -> TaskResult:
+    return TaskResult(stored.task_name, stored.folder, stored, stored.read_per_query())
 
 
 def load_system(path: str | Path, name: str | None = None) -> System:
     """Read one results folder (or its ``results.json``)."""
     p = Path(path)
     folder = p.parent if p.is_file() else p
-    rj = folder / "results.json"
-    if not rj.exists():
-        raise HarnessError(f"{path}: no results.json (give a folder written by `harness eval -o`)")
-    try:
-        results = json.loads(rj.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise HarnessError(f"{rj}: not JSON ({exc.msg})") from None
-    system = System(name or folder.resolve().name, folder, results)
-    if "tasks" in results:
-        system.suite = (results.get("task") or {}).get("name")
-        for task, entry in results["tasks"].items():
-            sub = folder / (entry.get("results") or f"{task.replace(':', '_')}/results.json")
-            if not sub.exists():
-                raise HarnessError(f"{folder}: suite member {task!r} has no {sub.relative_to(folder)}")
-            sub_results = json.loads(sub.read_text(encoding="utf-8"))
-            system.tasks[task] = _task_result(sub.parent, sub_results)
+    stored = read_results(folder)
+    system = System(name or folder.resolve().name, folder, stored)
+    if stored.is_suite:
+        system.suite = (stored.data.get("task") or {}).get("name")
+        for task, member in stored.members().items():
+            tr = _task_result(member)
+            tr.task = task
+            system.tasks[task] = tr
     else:
-        tr = _task_result(folder, results)
+        tr = _task_result(stored)
         system.tasks[tr.task] = tr
     return system
 

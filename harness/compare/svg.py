@@ -72,8 +72,11 @@ def radar(axes: list[str], series: list[tuple[str, list[float | None]]], size: i
 
 
 def bars(groups: list[str], series: list[tuple[str, list[float | None]]], width: int = 560,
-         height: int = 240) -> dict[str, Any]:
-    """Grouped bars: one group per level/task, one bar per system; the axis includes 0."""
+         height: int = 240, errors: list[list[tuple[Any, ...] | None]] | None = None) -> dict[str, Any]:
+    """Grouped bars: one group per level/task, one bar per system; the axis includes 0.
+
+    ``errors``: per series, per group, an interval ``(low, high)`` or ``(low, high, label)`` drawn as an
+    error bar on that bar (None: none); its ends are clipped to the chart's range."""
     vals = [v for _, vs in series for v in vs if v is not None]
     lo, hi = radial_range(vals)  # the same fixed ranges as the radars: [0, 1] or [-1, 1], widened if needed
     left, right, top, bottom = 48, 10, 10, 40
@@ -92,9 +95,20 @@ def bars(groups: list[str], series: list[tuple[str, list[float | None]]], width:
                 continue
             x = left + g * gw + gw * 0.1 + k * bw
             y0, y1 = sorted((y(0.0), y(v)))
-            rects.append({"x": round(x, 1), "y": round(y0, 1), "w": round(bw * 0.92, 1),
-                          "h": round(max(y1 - y0, 0.5), 1), "color": color(k), "system": name, "group": group,
-                          "value": v})
+            rect = {"x": round(x, 1), "y": round(y0, 1), "w": round(bw * 0.92, 1),
+                    "h": round(max(y1 - y0, 0.5), 1), "color": color(k), "system": name, "group": group,
+                    "value": v, "error": None}
+            interval = errors[k][g] if errors and k < len(errors) and g < len(errors[k]) else None
+            label = interval[2] if interval is not None and len(interval) > 2 else ""
+            interval = None if interval is None else (float(interval[0]), float(interval[1]))
+            if interval is not None and all(math.isfinite(e) for e in interval):
+                e_lo, e_hi = (min(max(e, lo), hi) for e in sorted(interval))
+                cx = x + bw * 0.46
+                cap = min(4.0, bw * 0.3)
+                rect["error"] = {"x": round(cx, 1), "y1": round(y(e_hi), 1), "y2": round(y(e_lo), 1),
+                                 "x1": round(cx - cap, 1), "x2": round(cx + cap, 1),
+                                 "low": interval[0], "high": interval[1], "label": label}
+            rects.append(rect)
     ticks = [lo + (hi - lo) * t / 4 for t in range(5)]
     return {"width": width, "height": height, "left": left, "right": width - right, "top": top,
             "bottom": height - bottom, "zero": round(y(0.0), 1), "rects": rects,

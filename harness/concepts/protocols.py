@@ -1,5 +1,15 @@
 """The small protocols components implement. Factories registered through the hooks return
-objects with these methods; nothing here imports a model or an SDK."""
+objects with these methods; nothing here imports a model or an SDK.
+
+Required: :class:`Retriever` (``index``, ``search``), :class:`Reranker` (``rerank``), :class:`Judge`
+(``judge``), :class:`Metric` (``names``, ``per_mode``, ``compute``). Optional capabilities, each a
+protocol the pipeline checks with ``isinstance`` (never by probing attribute names):
+:class:`CandidateRetriever` (a first stage over the dataset's given candidate lists),
+:class:`QueryObjectRetriever` (a first stage that needs the :class:`Query` objects, not only their
+text), :class:`Configurable` (``config()``, written to results.json) and :class:`Counting`
+(``stats()``, written beside it). A factory that declares a ``context`` parameter receives the
+evaluation's :class:`harness.Context`.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +23,7 @@ from harness.concepts.judgment import Judgments
 from harness.concepts.qrels import Qrels
 from harness.concepts.query import Query
 from harness.concepts.run import Run
+from harness.concepts.uncertainty import Uncertainty
 
 
 @runtime_checkable
@@ -42,6 +53,45 @@ class Judge(Protocol):
     def judge(self, queries: Mapping[str, Query], run: Run, corpus: Mapping[str, Document]) -> Judgments: ...
 
 
+@runtime_checkable
+class CandidateRetriever(Protocol):
+    """A first stage over the dataset's candidate lists (the re-ranking setting of TREC DL,
+    NovelEval, BIRCO): the pipeline hands it each mode's candidates (None when the dataset has
+    none) before calling ``search``, and never calls ``index``."""
+
+    def set_candidates(self, candidates: Run | None) -> None: ...
+
+    def search(self, queries: Mapping[str, str], k: int) -> Run: ...
+
+
+@runtime_checkable
+class QueryObjectRetriever(Protocol):
+    """A first stage that needs more than the query text (a perspective, a root query): the
+    pipeline calls ``search_queries`` with the :class:`Query` objects (``text`` task-formed, the raw
+    text in ``meta["query"]``) instead of ``search``."""
+
+    def index(self, corpus: Mapping[str, Document]) -> None: ...
+
+    def search_queries(self, queries: Mapping[str, Query], k: int) -> Run: ...
+
+
+@runtime_checkable
+class Configurable(Protocol):
+    """``config()``: the component's own account of its configuration (model identity, prompt
+    template hashes, options), written to results.json beside its spec."""
+
+    def config(self) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
+class Counting(Protocol):
+    """``stats()``: what the component counted (texts encoded, cache hits, LLM calls, parse
+    failures), written to results.json. LLM-backed components report requests that got no usable
+    reply as ``transport_failures`` and ``transport_failures_per_query`` (qid -> count)."""
+
+    def stats(self) -> Mapping[str, Any]: ...
+
+
 @dataclass
 class MetricInput:
     """What a metric sees. Per-mode metrics get one mode at a time; cross-mode metrics get all
@@ -55,8 +105,14 @@ class MetricInput:
 
 @dataclass
 class MetricResult:
+    """``aggregate``: name -> value (metrics only); ``per_query``: qid -> name -> value;
+    ``uncertainty``: name -> how sure the value is (SE, 95% interval, n, a bootstrap estimate);
+    ``details``: counts that are not metrics (queries scored or skipped, positions dropped)."""
+
     aggregate: dict[str, float]
     per_query: dict[str, dict[str, float]] = field(default_factory=dict)
+    uncertainty: dict[str, Uncertainty] = field(default_factory=dict)
+    details: dict[str, float] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -71,6 +127,10 @@ class Metric(Protocol):
 
 
 def describe(obj: Any) -> dict[str, Any]:
-    """A component's own account of its configuration, for results.json (``config()`` if it has one)."""
-    cfg = getattr(obj, "config", None)
-    return dict(cfg()) if callable(cfg) else {}
+    """A component's own account of its configuration, for results.json (:class:`Configurable`)."""
+    return dict(obj.config()) if isinstance(obj, Configurable) else {}
+
+
+def counted(obj: Any) -> dict[str, Any] | None:
+    """What a component counted (:class:`Counting`), or None."""
+    return dict(obj.stats()) if isinstance(obj, Counting) else None

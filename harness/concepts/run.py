@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 
 class Run(Mapping[str, list[tuple[str, float]]]):
@@ -75,23 +76,38 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         return Run._wrap({q: dict(list(h.items())[:k]) for q, h in self._data.items()}, self.name)
 
     def with_strict_scores(self) -> Run:
-        """Same order, scores rewritten to be strictly decreasing so no tie-break can reorder it.
-
-        Lists whose scores already decrease strictly are kept as they are; others get n, n-1, ..., 1.
-        trec_eval sorts by score, so a reranker's order survives scoring only this way.
-        """
+        """Same order, with strictly decreasing scores (:func:`strictly_decreasing`, the one rule),
+        so no tie-break can reorder it: trec_eval sorts by score, so a reranker's order survives
+        scoring only this way."""
         out: dict[str, dict[str, float]] = {}
         for q, h in self._data.items():
-            vals = list(h.values())
-            if all(a > b for a, b in zip(vals, vals[1:])):
-                out[q] = h
-            else:
-                out[q] = {d: float(len(h) - i) for i, d in enumerate(h)}
+            out[q] = dict(zip(h, strictly_decreasing(list(h.values())), strict=True))
         return Run._wrap(out, self.name)
 
     def is_strictly_decreasing(self) -> bool:
-        for h in self._data.values():
-            vals = list(h.values())
-            if any(a <= b for a, b in zip(vals, vals[1:])):
-                return False
-        return True
+        """True when every list's scores decrease strictly as trec_eval keeps them (32-bit floats)."""
+        import numpy as np
+
+        return all(_decreasing32(np.asarray(list(h.values()), dtype=np.float32)) for h in self._data.values())
+
+
+def strictly_decreasing(scores: Sequence[float]) -> list[float]:
+    """The one rule for strictly decreasing scores, as trec_eval sees them: it keeps a score as a
+    32-bit float, so two scores equal in 32 bits are a tie it breaks by document id, not by our
+    order. A list that already decreases strictly in 32 bits is kept as it is; otherwise each score
+    is taken to 32 bits and one that does not fall below its predecessor is lowered to the next
+    32-bit float under it (a similarity stays about the same similarity, the ranking is unchanged)."""
+    import numpy as np
+
+    f32 = np.asarray(scores, dtype=np.float64).astype(np.float32)
+    if _decreasing32(f32):
+        return [float(x) for x in scores]
+    out = f32.copy()
+    for i in range(1, len(out)):
+        if not out[i] < out[i - 1]:
+            out[i] = np.nextafter(out[i - 1], np.float32(-np.inf), dtype=np.float32)
+    return [float(x) for x in out]
+
+
+def _decreasing32(f32: Any) -> bool:
+    return bool((f32[1:] < f32[:-1]).all()) if len(f32) > 1 else True

@@ -1,8 +1,9 @@
 """Dataset factories registered by :mod:`harness.plugins.builtin` (``dataset = "beir"`` etc. in a task file).
 
-Each is called as ``factory(**dataset_args)`` and returns a :class:`~harness.concepts.dataset.Dataset` with
-the single mode ``"default"``. Paths are relative to the data folder (:func:`harness.data.folder.data_dir`)
-unless absolute. ``identity`` is ``{"name", "files": [{"path", "sha256", "size"}, ...]}``.
+Each is called as ``factory(**dataset_args, context=...)`` and returns a
+:class:`~harness.concepts.dataset.Dataset` with the single mode ``"default"``. Paths are relative to the
+context's data folder (:class:`harness.data.folder.DataFolder`) unless absolute. ``identity`` is
+``{"name", "files": [{"path", "sha256", "size"}, ...]}``.
 
 Query sets: every topic of the topics file is kept, judged or not; metrics average over the run's
 queries that have qrels, as trec_eval does. Two exceptions follow the published protocols: a BEIR
@@ -24,7 +25,7 @@ from harness.concepts.errors import DataError
 from harness.concepts.qrels import Qrels
 from harness.concepts.query import Query
 from harness.concepts.run import Run
-from harness.data.folder import file_identity, resolve
+from harness.data.folder import DataFolder
 
 PathArg = str | os.PathLike[str]
 
@@ -35,8 +36,13 @@ def _stem(path: Path) -> str:
     return name.rsplit(".", 1)[0] if "." in name else name
 
 
-def _identity(name: str, files: Iterable[Path], **extra: Any) -> dict[str, Any]:
-    return {"name": name, "files": [file_identity(p) for p in files], **extra}
+def data_folder(context: Any) -> DataFolder:
+    """The data folder of ``context`` (a :class:`harness.Context`), or the environment's."""
+    return context.data if context is not None else DataFolder.from_env()
+
+
+def _identity(folder: DataFolder, name: str, files: Iterable[Path], **extra: Any) -> dict[str, Any]:
+    return {"name": name, "files": [folder.file_identity(p) for p in files], **extra}
 
 
 def _require_queries(queries: Mapping[str, Query], path: object, what: str = "queries") -> None:
@@ -84,6 +90,7 @@ def load_beir_dataset(
     split: str = "test",
     name: str | None = None,
     split_queries: bool = True,
+    context: Any = None,
 ) -> Dataset:
     """A BEIR folder: ``corpus``, ``queries`` and ``qrels/<split>`` (JSONL, gzip or Parquet).
 
@@ -92,7 +99,8 @@ def load_beir_dataset(
     """
     from harness.formats.beir import read_beir
 
-    folder = resolve(path)
+    where = data_folder(context)
+    folder = where.resolve(path)
     data = read_beir(folder, split)
     queries = data.queries
     _require_queries(queries, data.files[1])
@@ -103,7 +111,7 @@ def load_beir_dataset(
                             "the query set is empty (query ids must match)")
     label = name or folder.name
     return _finish(label, data.corpus, queries, data.qrels, None,
-                   _identity(label, data.files, split=split), split=split)
+                   _identity(where, label, data.files, split=split), split=split)
 
 
 def load_trec_dataset(
@@ -112,6 +120,7 @@ def load_trec_dataset(
     candidates: PathArg | None = None,
     corpus: PathArg | None = None,
     name: str | None = None,
+    context: Any = None,
 ) -> Dataset:
     """TREC topics (``qid<TAB>text``, or BEIR ``queries.jsonl``) and qrels, with an optional TREC
     run file as candidate lists and an optional corpus (BEIR ``corpus.jsonl``, Parquet, or TSV
@@ -119,23 +128,24 @@ def load_trec_dataset(
     from harness.formats.beir import read_corpus
     from harness.formats.trec import read_run
 
-    topics_path, qrels_path = resolve(topics), resolve(qrels)
+    where = data_folder(context)
+    topics_path, qrels_path = where.resolve(topics), where.resolve(qrels)
     files = [topics_path, qrels_path]
     queries = read_any_topics(topics_path)
     _require_queries(queries, topics_path)
     judged = read_any_qrels(qrels_path)
     run = None
     if candidates is not None:
-        run_path = resolve(candidates)
+        run_path = where.resolve(candidates)
         files.append(run_path)
         run = read_run(run_path)
     docs: dict[str, Document] = {}
     if corpus is not None:
-        corpus_path = resolve(corpus)
+        corpus_path = where.resolve(corpus)
         files.append(corpus_path)
         docs = read_corpus(corpus_path)
     label = name or _stem(topics_path)
-    return _finish(label, docs, queries, judged, run, _identity(label, files))
+    return _finish(label, docs, queries, judged, run, _identity(where, label, files))
 
 
 def load_rankllm_dataset(
@@ -143,6 +153,7 @@ def load_rankllm_dataset(
     qrels: PathArg,
     topics: PathArg | None = None,
     name: str | None = None,
+    context: Any = None,
 ) -> Dataset:
     """A RankGPT / rank_llm candidate JSON (queries, passages, ranked lists) with TREC qrels.
 
@@ -153,14 +164,15 @@ def load_rankllm_dataset(
     """
     from harness.formats.rankllm import read_rankllm
 
-    cand_path, qrels_path = resolve(candidates), resolve(qrels)
+    where = data_folder(context)
+    cand_path, qrels_path = where.resolve(candidates), where.resolve(qrels)
     files = [cand_path, qrels_path]
     label = name or _stem(cand_path)
     data = read_rankllm(cand_path, name=label)
     _require_queries(data.queries, cand_path, "candidate lists")
     meta: dict[str, Any] = {"conflicting_docs": data.conflicting_docs}
     if topics is not None:
-        topics_path = resolve(topics)
+        topics_path = where.resolve(topics)
         files.append(topics_path)
         given = read_any_topics(topics_path)
         mismatched = [q for q, v in data.queries.items() if q not in given or given[q].text != v.text]
@@ -172,16 +184,17 @@ def load_rankllm_dataset(
                 stacklevel=2,
             )
     return _finish(label, data.corpus, data.queries, read_any_qrels(qrels_path), data.candidates,
-                   _identity(label, files), **meta)
+                   _identity(where, label, files), **meta)
 
 
-def load_noveleval_dataset(path: PathArg = "noveleval", name: str = "noveleval") -> Dataset:
+def load_noveleval_dataset(path: PathArg = "noveleval", name: str = "noveleval", context: Any = None) -> Dataset:
     """NovelEval-2306: 21 queries, 420 passages; each query's 20 passages are its candidates."""
     from harness.formats.noveleval import read_noveleval
 
-    data = read_noveleval(resolve(path))
+    where = data_folder(context)
+    data = read_noveleval(where.resolve(path))
     _require_queries(data.queries, data.files[1])
-    return _finish(name, data.corpus, data.queries, data.qrels, data.candidates, _identity(name, data.files))
+    return _finish(name, data.corpus, data.queries, data.qrels, data.candidates, _identity(where, name, data.files))
 
 
 def load_scifact_dataset(
@@ -190,6 +203,7 @@ def load_scifact_dataset(
     qrels: PathArg = "scifact/qrels.beir-v1.0.0-scifact.test.txt",
     name: str = "scifact",
     member: str | None = None,
+    context: Any = None,
 ) -> Dataset:
     """BEIR SciFact test: the AllenAI CSV corpus (converted on load: title kept apart, text = the
     abstract's sentences joined by a space; 5,183 documents) with Anserini's BEIR topics and qrels
@@ -197,16 +211,17 @@ def load_scifact_dataset(
     ``corpus_train.csv``)."""
     from harness.formats.scifact import read_scifact_corpus
 
-    corpus_path, topics_path, qrels_path = resolve(corpus), resolve(topics), resolve(qrels)
+    where = data_folder(context)
+    corpus_path, topics_path, qrels_path = where.resolve(corpus), where.resolve(topics), where.resolve(qrels)
     queries = read_any_topics(topics_path)
     _require_queries(queries, topics_path)
     docs = read_scifact_corpus(corpus_path, member=member)
     return _finish(name, docs, queries, read_any_qrels(qrels_path), None,
-                   _identity(name, [corpus_path, topics_path, qrels_path]))
+                   _identity(where, name, [corpus_path, topics_path, qrels_path]))
 
 
-def load_demo_dataset(name: str = "demo") -> Dataset:
+def load_demo_dataset(name: str = "demo", context: Any = None) -> Dataset:
     """The packaged demo (no download): 40 documents, 10 queries with instructions, graded qrels."""
     from harness.data.demo import demo_dir
 
-    return load_beir_dataset(demo_dir(), split="test", name=name)
+    return load_beir_dataset(demo_dir(), split="test", name=name, context=context)

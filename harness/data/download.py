@@ -3,8 +3,9 @@
 Each file is downloaded to ``<file>.part``; an interrupted transfer leaves the ``.part`` and the
 next attempt resumes it with an HTTP ``Range`` request (or starts over when the server ignores
 the range). The sha256 is checked before the file is renamed into place, so a final file always
-has the expected content. ``base_url`` (or ``$HARNESS_DATA_URL``) replaces each file's source URL by
-``base_url + "/" + path``: that is how a mirror, or a local test server, serves the files.
+has the expected content. A mirror (``base_url``, or the data folder's ``mirror`` from
+``$HARNESS_DATA_URL``) replaces each file's source URL by ``base_url + "/" + path``: that is how a
+mirror, or a local test server, serves the files.
 """
 
 from __future__ import annotations
@@ -22,16 +23,9 @@ from typing import Any
 from harness import __version__
 from harness.concepts.errors import DataError
 from harness.concepts.task import DataFile, Task
-from harness.data.folder import (
-    ENV_AUTO_DOWNLOAD,
-    ENV_DATA_URL,
-    POINT_ELSEWHERE,
-    data_dir,
-    data_dir_origin,
-    data_dir_source,
-    missing_message,
-    sha256_file,
-)
+from harness.data.folder import ENV_AUTO_DOWNLOAD, ENV_DATA_URL, POINT_ELSEWHERE, DataFolder
+from harness.formats.files import sha256_file
+from harness.runtime.progress import ProgressSettings
 from harness.runtime.progress import progress as _progress
 
 CHUNK = 1 << 16
@@ -39,17 +33,16 @@ TIMEOUT_S = 60.0
 USER_AGENT = f"harness/{__version__} (data download)"
 
 
-def source_url(f: DataFile, base_url: str | None = None) -> str:
-    """Where ``f`` is fetched from: ``base_url/path`` when a mirror is given (argument or
-    ``$HARNESS_DATA_URL``), else the task's URL."""
-    base = base_url if base_url is not None else os.environ.get(ENV_DATA_URL) or None
-    if base:
-        return base.rstrip("/") + "/" + f.path.lstrip("/")
+def source_url(f: DataFile, base_url: str | None, root: Path) -> str:
+    """Where ``f`` is fetched from: ``base_url/path`` when a mirror is given, else the task's URL
+    (``root``: the data folder, for the message when there is neither)."""
+    if base_url:
+        return base_url.rstrip("/") + "/" + f.path.lstrip("/")
     if not f.url:
         raise DataError(
             f"no download URL for {f.path}; give a mirror with ${ENV_DATA_URL}=URL (or "
             f"`harness data download TASK --base-url URL`), or put the file in the data folder yourself, "
-            f"as {data_dir() / f.path}"
+            f"as {root / f.path}"
         )
     return f.url
 
@@ -113,7 +106,7 @@ def _content_range_start(value: str | None) -> int | None:
         return None
 
 
-def download_file(f: DataFile, target: Path, url: str, progress: bool = True) -> Path:
+def download_file(f: DataFile, target: Path, url: str, progress: ProgressSettings | None = None) -> Path:
     """Fetch one file to ``target`` through ``target.part`` (resuming it), verify, rename."""
     part = target.with_name(target.name + ".part")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -144,7 +137,7 @@ def download_file(f: DataFile, target: Path, url: str, progress: bool = True) ->
             total = start + expected if expected is not None else f.size
             if start:
                 _hash_file(part, digest)
-            bar = _progress(total, f.path, unit="B", unit_scale=True, initial=start, enabled=progress)
+            bar = _progress(total, f.path, settings=progress, unit="B", unit_scale=True, initial=start)
             received = 0
             try:
                 with open(part, "ab" if start else "wb") as out:
@@ -203,19 +196,21 @@ def _finalize(part: Path, target: Path, f: DataFile, url: str, actual: str, resu
 
 def download_task_files(
     task: Task,
-    dest: str | os.PathLike[str] | None = None,
+    dest: str | os.PathLike[str],
     base_url: str | None = None,
-    progress: bool = True,
+    progress: ProgressSettings | None = None,
     files: Iterable[DataFile] | None = None,
 ) -> list[Path]:
-    """Fetch ``task``'s files (or just ``files``) into ``dest`` (default: the data folder).
+    """Fetch ``task``'s files (or just ``files``) into the folder ``dest``, from ``base_url`` (a
+    mirror) when given.
 
     Files already present with the right size and checksum are skipped; a present file with another
     size or checksum is reported on stderr ("checksum mismatch in ..., expected sha256 X, actual Y")
     and fetched again. Returns the local paths of the requested files (all the task's by default),
     in order.
     """
-    root = Path(dest).expanduser() if dest is not None else data_dir()
+    root = Path(dest).expanduser()
+    quiet = progress is not None and progress.mode == "off"
     wanted = list(files) if files is not None else list(task.files)
     paths: list[Path] = []
     for f in wanted:
@@ -224,10 +219,10 @@ def download_task_files(
         if target.is_file() and problem is None:
             paths.append(target)
             continue
-        url = source_url(f, base_url)
+        url = source_url(f, base_url, root)
         if problem is not None:
             print(f"{problem}; downloading it again", file=sys.stderr, flush=True)
-        if progress:
+        if not quiet:
             print(f"downloading {f.path} from {url}", file=sys.stderr, flush=True)
         try:
             paths.append(download_file(f, target, url, progress=progress))
@@ -238,18 +233,12 @@ def download_task_files(
     return paths
 
 
-def auto_download_enabled() -> bool:
-    """False when ``$HARNESS_AUTO_DOWNLOAD`` is ``0`` (also ``false``/``no``/``off``)."""
-    return os.environ.get(ENV_AUTO_DOWNLOAD, "1").strip().lower() not in ("0", "false", "no", "off")
+def missing_task_files(task: Task, root: Path) -> list[DataFile]:
+    """The task's files absent from the folder ``root`` (present files are not re-hashed)."""
+    return [f for f in task.files if not (root / f.path).exists()]
 
 
-def missing_task_files(task: Task, root: Path | None = None) -> list[DataFile]:
-    """The task's files absent from the data folder (present files are not re-hashed)."""
-    base = root if root is not None else data_dir()
-    return [f for f in task.files if not (base / f.path).exists()]
-
-
-def ensure_task_files(task: Task, progress: bool = True) -> list[Path]:
+def ensure_task_files(task: Task, folder: DataFolder, progress: ProgressSettings | None = None) -> list[Path]:
     """Make sure the task's files are in the data folder before first use.
 
     Missing files are downloaded unless ``$HARNESS_AUTO_DOWNLOAD=0``, in which case the error
@@ -258,30 +247,31 @@ def ensure_task_files(task: Task, progress: bool = True) -> list[Path]:
     A present file whose checksum differs from the task's is used as it is, with a warning on stderr.
     Returns the files' paths.
     """
-    root = data_dir()
+    root = folder.path
+    quiet = progress is not None and progress.mode == "off"
     missing = missing_task_files(task, root)
     fetch = f"`harness data download {task.name}`"
     if missing:
         first = missing[0]
         more = f" and {len(missing) - 1} more of {task.name}'s files" if len(missing) > 1 else ""
-        if not auto_download_enabled():
-            raise DataError(missing_message(
+        if not folder.auto_download:
+            raise DataError(folder.missing_message(
                 first.path, root / first.path, note=more,
                 remedy=f"Automatic download is off (${ENV_AUTO_DOWNLOAD}=0): fetch the files with {fetch}, "
                        f"or point to a folder that holds them with {POINT_ELSEWHERE}"))
         if not root.is_dir():
-            if data_dir_origin() == "option":  # a mistyped --data-dir is reported, never created
-                raise DataError(f"the data folder {root} ({data_dir_source()}) does not exist; check the path, "
+            if folder.origin in ("option", "api"):  # a mistyped --data-dir is reported, never created
+                raise DataError(f"the data folder {root} ({folder.source}) does not exist; check the path, "
                                 f"or create it and fetch {task.name}'s files with `harness data download {task.name} "
                                 f"--data-dir {root}`")
-            if progress:
-                print(f"[harness] creating the data folder {root} ({data_dir_source()}) for {task.name}'s files",
+            if not quiet:
+                print(f"[harness] creating the data folder {root} ({folder.source}) for {task.name}'s files",
                       file=sys.stderr, flush=True)
         try:
-            download_task_files(task, dest=root, progress=progress, files=missing)
+            download_task_files(task, root, base_url=folder.mirror, progress=progress, files=missing)
         except DataError as exc:
             raise DataError(
-                f"{exc}\n{task.name}: fetching its files into the data folder {root} ({data_dir_source()}) failed; "
+                f"{exc}\n{task.name}: fetching its files into the data folder {root} ({folder.source}) failed; "
                 f"run {fetch} to try again (from a mirror: ${ENV_DATA_URL}=URL), or point to a folder that holds "
                 f"them with {POINT_ELSEWHERE}") from exc
     for f in task.files:
@@ -293,9 +283,9 @@ def ensure_task_files(task: Task, progress: bool = True) -> list[Path]:
     return [root / f.path for f in task.files]
 
 
-def task_file_status(task: Task, root: Path | None = None) -> list[dict[str, Any]]:
-    """Per file: ``path``, ``present``, ``ok`` (size and sha256 match; None when absent), ``url``."""
-    base = root if root is not None else data_dir()
+def task_file_status(task: Task, root: Path) -> list[dict[str, Any]]:
+    """Per file under ``root``: ``path``, ``present``, ``ok`` (size and sha256 match; None when absent), ``url``."""
+    base = root
     out = []
     for f in task.files:
         p = base / f.path
@@ -305,7 +295,6 @@ def task_file_status(task: Task, root: Path | None = None) -> list[dict[str, Any
 
 
 __all__ = [
-    "auto_download_enabled",
     "checksum_problem",
     "download_file",
     "download_task_files",

@@ -1,13 +1,57 @@
-"""Readers (and a TREC run writer) for the benchmark file formats.
+"""Readers (and a TREC run writer) for the benchmark file formats (public: see docs/api.md).
 
-Every reader streams its file, reads ``.gz`` transparently and raises
-:class:`harness.concepts.errors.DataError` naming the file and, for line-based formats, the line.
-
-- :mod:`.jsonl` -- JSON Lines
-- :mod:`.beir` -- BEIR folders (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``; or Parquet)
-- :mod:`.trec` -- TREC qrels and run files
-- :mod:`.topics` -- ``qid<TAB>text`` topic files
-- :mod:`.rankllm` -- RankGPT / rank_llm candidate JSON
-- :mod:`.scifact` -- the AllenAI SciFact CSV release
-- :mod:`.noveleval` -- NovelEval-2306
+Every reader streams its file, reads ``.gz`` transparently and raises :class:`harness.DataError`
+naming the file and, for line-based formats, the line. Modules: ``files`` (opening, lines, sha256),
+``jsonl``, ``beir`` (BEIR folders and hub-style qrels; Parquet), ``trec`` (qrels and runs),
+``topics``, ``rankllm`` (RankGPT / rank_llm candidate JSON), ``scifact``, ``noveleval``.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.runtime.exports import lazy_exports
+
+_EXPORTS = {
+    # files
+    "open_text": "harness.formats.files",
+    "iter_lines": "harness.formats.files",
+    "sha256_file": "harness.formats.files",
+    # JSON Lines
+    "iter_jsonl": "harness.formats.jsonl",
+    "iter_jsonl_objects": "harness.formats.jsonl",
+    # BEIR folders and hub-style files
+    "read_beir": "harness.formats.beir",
+    "read_corpus": "harness.formats.beir",
+    "read_queries": "harness.formats.beir",
+    "read_beir_qrels": "harness.formats.beir",
+    "find_table": "harness.formats.beir",
+    "iter_parquet": "harness.formats.beir",
+    "as_id": "harness.formats.beir",
+    # TREC
+    "read_trec_qrels": "harness.formats.trec",
+    "read_trec_run": "harness.formats.trec",
+    "write_trec_run": "harness.formats.trec",
+    "read_topics": "harness.formats.topics",
+    # candidate lists
+    "read_rankllm": "harness.formats.rankllm",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from harness.formats.beir import (  # noqa: F401
+        as_id,
+        find_table,
+        iter_parquet,
+        read_beir,
+        read_beir_qrels,
+        read_corpus,
+        read_queries,
+    )
+    from harness.formats.files import iter_lines, open_text, sha256_file  # noqa: F401
+    from harness.formats.jsonl import iter_jsonl, iter_jsonl_objects  # noqa: F401
+    from harness.formats.rankllm import read_rankllm  # noqa: F401
+    from harness.formats.topics import read_topics  # noqa: F401
+    from harness.formats.trec import read_trec_qrels, read_trec_run, write_trec_run  # noqa: F401
+
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
+__all__ = sorted(_EXPORTS)

@@ -3,7 +3,7 @@ extra fields) and ``qrels/<split>.tsv`` (``query-id corpus-id score`` with a hea
 
 Each table may instead be gzipped (``corpus.jsonl.gz``) or a Parquet export with the same columns
 (``corpus.parquet``, ``queries.parquet``, ``qrels/<split>.parquet``); Parquet needs ``pyarrow``
-(``pip install 'harness[parquet]'``), imported only when such a file is read.
+(``pip install 'harness-ir[parquet]'``), imported only when such a file is read.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from harness.concepts.document import Document
 from harness.concepts.errors import DataError
 from harness.concepts.qrels import Qrels
 from harness.concepts.query import Query
-from harness.data.folder import iter_lines
+from harness.formats.files import iter_lines
 from harness.formats.jsonl import iter_jsonl_objects
 from harness.formats.trec import check_new_judgment, parse_grade
+from harness.runtime.extras import require
 
 QUERY_KNOWN_FIELDS = ("_id", "text", "instruction")
 _ID_HEADERS = {"_id", "id", "docid", "doc_id", "pid", "corpus-id"}
@@ -65,12 +66,8 @@ def iter_parquet(
     path: str | os.PathLike[str], batch_size: int = 8192
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(row number from 1, record)`` for each row of a Parquet file, read in batches."""
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise DataError(
-            "reading Parquet needs pyarrow: pip install 'harness[parquet]' (or pip install pyarrow)", path
-        ) from None
+    require("pyarrow", "parquet", "reading Parquet", path=path)
+    import pyarrow.parquet as pq
     try:
         pf = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises its own error types
@@ -290,3 +287,6 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test") -> BeirData:
         qrels=read_qrels(qrels_path),
         files=[corpus_path, queries_path, qrels_path],
     )
+
+
+read_beir_qrels = read_qrels  # the name harness.formats exports (TSV, hub JSONL or Parquet)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from harness.concepts.errors import DataError
-from harness.data.folder import iter_lines
+from harness.formats.files import iter_lines
 
 
 def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:

@@ -20,7 +20,7 @@ from harness.concepts.errors import DataError
 from harness.concepts.qrels import Qrels
 from harness.concepts.query import Query
 from harness.concepts.run import Run
-from harness.data.folder import open_text
+from harness.formats.files import open_text
 from harness.formats.trec import read_qrels
 
 

@@ -25,7 +25,7 @@ from harness.concepts.document import Document
 from harness.concepts.errors import DataError
 from harness.concepts.query import Query
 from harness.concepts.run import Run
-from harness.data.folder import open_text
+from harness.formats.files import open_text
 
 _DOC_TEXT_KEYS = ("contents", "content", "text", "segment", "body")
 

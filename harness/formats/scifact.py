@@ -23,7 +23,7 @@ from typing import TextIO
 
 from harness.concepts.document import Document
 from harness.concepts.errors import DataError
-from harness.data.folder import open_text
+from harness.formats.files import open_text
 from harness.formats.jsonl import iter_jsonl_objects
 
 DEFAULT_MEMBER = "corpus_train.csv"

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from harness.concepts.errors import DataError
 from harness.concepts.query import Query
-from harness.data.folder import iter_lines
+from harness.formats.files import iter_lines
 
 
 def iter_tsv_pairs(path: str | os.PathLike[str], what: str = "id") -> Iterator[tuple[int, str, str]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from harness.concepts.errors import DataError
 from harness.concepts.qrels import Qrels
 from harness.concepts.run import Run
-from harness.data.folder import iter_lines
+from harness.formats.files import iter_lines
 
 _INT = re.compile(r"[+-]?\d+")
 
@@ -127,3 +127,9 @@ def write_run(run: Run, path: str | os.PathLike[str], tag: str | None = None) ->
                 f.write(f"{qid} Q0 {docid} {rank} {float(score)!r} {label}\n")
     os.replace(tmp, out)
     return out
+
+
+# the names harness.formats exports (a TREC reader beside the BEIR one)
+read_trec_qrels = read_qrels
+read_trec_run = read_run
+write_trec_run = write_run

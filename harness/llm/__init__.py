@@ -1,5 +1,9 @@
-"""The LLM access layer: one chat interface over OpenAI, Anthropic and OpenAI-compatible servers,
-with a disk cache, retries, bounded concurrency, usage/cost accounting and a dry-run mode.
+"""The LLM access layer (public: see docs/api.md): one chat interface over OpenAI, Anthropic and
+OpenAI-compatible servers, with a disk cache, retries, bounded concurrency, usage/cost accounting,
+a failure policy and a dry-run mode.
+
+In a component, ask the evaluation's context for a client (``context.llm.client(spec)``); outside an
+evaluation::
 
     from harness.llm import get_client, system, user
     client = get_client("openai:gpt-4o-mini")
@@ -11,43 +15,60 @@ See docs/llm.md.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-_LAZY = {
-    # client and session
-    "get_client": ".client", "Client": ".client", "session_usage": ".client", "session_clients": ".client",
-    "resolve_provider": ".client", "reset_clients": ".client",
-    "configure": ".settings", "current": ".settings", "LLMSettings": ".settings",
-    # types
-    "Message": ".types", "ChatOptions": ".types", "ChatRequest": ".types", "Reply": ".types",
-    "TokenLogprob": ".types", "TopLogprob": ".types", "TokenCounts": ".types",
-    "system": ".types", "user": ".types", "assistant": ".types",
-    # errors
-    "LLMError": ".errors", "RateLimited": ".errors", "ServerError": ".errors", "LLMTimeout": ".errors",
-    "ConnectionFailed": ".errors", "BadRequest": ".errors", "AuthError": ".errors", "MissingKey": ".errors",
-    "MalformedReply": ".errors", "LogprobsUnsupported": ".errors", "FatalLLMError": ".errors",
-    "ModelNotFound": ".errors", "EndpointUnavailable": ".errors", "RunStopped": ".errors",
-    "Endpoint": ".endpoint", "session_endpoints": ".client",
-    # pieces
-    "LLMSpec": ".spec", "parse_llm_spec": ".spec",
-    "RetryPolicy": ".retry", "Usage": ".usage", "PriceTable": ".pricing",
-    "LLMCache": ".cache", "llm_cache_dir": ".cache", "DryRun": ".dryrun",
+from harness.runtime.exports import lazy_exports
+
+_EXPORTS = {
+    # sessions and clients
+    "LLMSession": "harness.llm.session",
+    "get_client": "harness.llm.session",
+    "Client": "harness.llm.client",
+    "LLMSettings": "harness.llm.settings",
+    "RetryPolicy": "harness.llm.retry",
+    "LLMSpec": "harness.llm.spec",
+    "parse_llm_spec": "harness.llm.spec",
+    # messages, options, replies
+    "Message": "harness.llm.types",
+    "ChatOptions": "harness.llm.types",
+    "ChatRequest": "harness.llm.types",
+    "Reply": "harness.llm.types",
+    "TokenLogprob": "harness.llm.types",
+    "TopLogprob": "harness.llm.types",
+    "TokenCounts": "harness.llm.types",
+    "system": "harness.llm.types",
+    "user": "harness.llm.types",
+    "assistant": "harness.llm.types",
+    # transport failures (one request)
+    "LLMError": "harness.llm.errors",
+    "RateLimited": "harness.llm.errors",
+    "ServerError": "harness.llm.errors",
+    "LLMTimeout": "harness.llm.errors",
+    "ConnectionFailed": "harness.llm.errors",
+    "BadRequest": "harness.llm.errors",
+    "MalformedReply": "harness.llm.errors",
+    "EndpointUnavailable": "harness.llm.errors",
+    # fatal errors (the run stops)
+    "FatalLLMError": "harness.llm.errors",
+    "AuthError": "harness.llm.errors",
+    "MissingKey": "harness.llm.errors",
+    "ModelNotFound": "harness.llm.errors",
+    "LogprobsUnsupported": "harness.llm.errors",
+    "RunStopped": "harness.llm.errors",
+    # writing a provider
+    "Provider": "harness.llm.providers.base",
+    "BaseProvider": "harness.llm.providers.base",
+    "map_sdk_error": "harness.llm.providers.base",
+    "resolve_key": "harness.llm.providers.base",
+    # pointwise scoring
+    "PointwiseScorer": "harness.llm.pointwise",
+    "Item": "harness.llm.pointwise",
+    "Scored": "harness.llm.pointwise",
+    "order_by_scores": "harness.llm.pointwise",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness.llm.cache import LLMCache, llm_cache_dir  # noqa: F401
-    from harness.llm.client import (  # noqa: F401
-        Client,
-        get_client,
-        reset_clients,
-        resolve_provider,
-        session_clients,
-        session_endpoints,
-        session_usage,
-    )
-    from harness.llm.dryrun import DryRun  # noqa: F401
-    from harness.llm.endpoint import Endpoint  # noqa: F401
+    from harness.llm.client import Client  # noqa: F401
     from harness.llm.errors import (  # noqa: F401
         AuthError,
         BadRequest,
@@ -64,9 +85,11 @@ if TYPE_CHECKING:  # pragma: no cover
         RunStopped,
         ServerError,
     )
-    from harness.llm.pricing import PriceTable  # noqa: F401
+    from harness.llm.pointwise import Item, PointwiseScorer, Scored, order_by_scores  # noqa: F401
+    from harness.llm.providers.base import BaseProvider, Provider, map_sdk_error, resolve_key  # noqa: F401
     from harness.llm.retry import RetryPolicy  # noqa: F401
-    from harness.llm.settings import LLMSettings, configure, current  # noqa: F401
+    from harness.llm.session import LLMSession, get_client  # noqa: F401
+    from harness.llm.settings import LLMSettings  # noqa: F401
     from harness.llm.spec import LLMSpec, parse_llm_spec  # noqa: F401
     from harness.llm.types import (  # noqa: F401
         ChatOptions,
@@ -80,24 +103,6 @@ if TYPE_CHECKING:  # pragma: no cover
         system,
         user,
     )
-    from harness.llm.usage import Usage  # noqa: F401
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'harness.llm' has no attribute {name!r}")
-
-
-def reset() -> None:
-    """Forget clients, usage and settings (tests; between runs in one process)."""
-    from harness.llm.client import reset_clients
-    from harness.llm.settings import reset_settings
-
-    reset_clients()
-    reset_settings()
-
-
-__all__ = sorted([*_LAZY, "reset"])
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
+__all__ = sorted(_EXPORTS)

@@ -35,17 +35,11 @@ T = TypeVar("T")
 log = logging.getLogger("harness.llm")
 
 
-def default_cache_root() -> Path:
-    env = os.environ.get("HARNESS_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "harness"
-
-
 def llm_cache_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """``<cache_dir or the default root>/llm``."""
-    return (Path(cache_dir).expanduser() if cache_dir else default_cache_root()) / SUBDIR
+    """``<cache_dir or the default root>/llm`` (:func:`harness.runtime.cachedir.default_cache_dir`)."""
+    from harness.runtime.cachedir import default_cache_dir
+
+    return (Path(cache_dir).expanduser() if cache_dir else default_cache_dir()) / SUBDIR
 
 
 def canonical_json(obj: Any) -> str:
@@ -329,16 +323,3 @@ class LLMCache:
             if self._dc is not None:
                 self._dc.close()
                 self._dc = None
-
-
-_OPEN: dict[Path, LLMCache] = {}
-_OPEN_LOCK = threading.Lock()
-
-
-def open_cache(directory: str | os.PathLike[str]) -> LLMCache:
-    """One :class:`LLMCache` per directory per process (clients share the connection)."""
-    path = Path(directory).expanduser().resolve()
-    with _OPEN_LOCK:
-        if path not in _OPEN:
-            _OPEN[path] = LLMCache(path)
-        return _OPEN[path]

@@ -19,21 +19,17 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from harness.concepts.errors import HarnessError, UnknownComponentError
-from harness.llm.cache import CACHE_FORMAT, LLMCache, key_of, llm_cache_dir, open_cache
+from harness.llm.cache import CACHE_FORMAT, LLMCache, key_of
 from harness.llm.dryrun import DryRun, placeholder
 from harness.llm.endpoint import Endpoint
 from harness.llm.errors import FatalLLMError, LLMError, LogprobsUnsupported, RunStopped
 from harness.llm.pool import bounded_map
-from harness.llm.pricing import PriceTable
 from harness.llm.retry import RetryPolicy
-from harness.llm.settings import current
-from harness.llm.spec import ALIASES, LLMSpec, parse_llm_spec
 from harness.llm.types import ChatOptions, ChatRequest, Message, Messages, Reply, normalize_messages
 from harness.llm.usage import Usage
+from harness.runtime.progress import ProgressSettings
 from harness.runtime.redact import redact_url
 
 T = TypeVar("T")
@@ -62,6 +58,7 @@ class Client:
         defaults: ChatOptions | Mapping[str, Any] | None = None,
         spec: str | None = None,
         endpoint: Endpoint | None = None,
+        progress: ProgressSettings | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
@@ -80,6 +77,7 @@ class Client:
         self.label = f"{provider.name}:{provider.model}"
         self.spec = redact_url(spec or self.label)
         self.endpoint = endpoint or Endpoint(self.label, self.max_concurrency)
+        self.progress = progress
         try:
             self._timeout_arg = "timeout" in inspect.signature(provider.chat).parameters
         except (TypeError, ValueError):
@@ -223,7 +221,8 @@ class Client:
                 return error
 
         with _original_fatal():
-            return bounded_map(one, requests, max_concurrency or self.max_concurrency, on_result, progress=self.label)
+            return bounded_map(one, requests, max_concurrency or self.max_concurrency, on_result, progress=self.label,
+                               settings=self.progress)
 
     def run_sequences(
         self,
@@ -244,7 +243,8 @@ class Client:
                 return error
 
         with _original_fatal():
-            return bounded_map(one, items, max_workers or self.max_concurrency, on_result, progress=self.label)
+            return bounded_map(one, items, max_workers or self.max_concurrency, on_result, progress=self.label,
+                               settings=self.progress)
 
     def describe(self) -> dict[str, Any]:
         """The client's configuration for results.json (never the key, nor credentials in a URL)."""
@@ -269,145 +269,3 @@ def _original_fatal() -> Iterator[None]:
         if stopped.original is None:
             raise
         raise stopped.original from None
-
-
-# -- construction ------------------------------------------------------------------------------
-_clients: dict[tuple, Client] = {}
-_all_clients: list[Client] = []
-_clients_lock = threading.Lock()
-_price_tables: dict[str | None, PriceTable] = {}
-_endpoints: dict[tuple, Endpoint] = {}
-
-
-def _registry() -> Any:
-    from harness.plugins import host as plugins
-
-    host = plugins.get_host()
-    providers = host.registry.components["llm_provider"]
-    if "openai" not in providers and not host.pm.has_plugin("harness.llm.builtin"):
-        # harness.llm.builtin not (yet) in plugins.BUILTIN_MODULES: register it like a built-in
-        from harness.llm import builtin as llm_builtin
-
-        host.register_plugin(llm_builtin, "harness.llm.builtin", distribution="harness")
-    return host.registry
-
-
-def resolve_provider(spec: LLMSpec, *, timeout: float | None = None, connect_timeout: float | None = None,
-                     require_key: bool = True) -> Any:
-    """Create the provider a spec names, through the plugin registry (kind ``llm_provider``)."""
-    registry = _registry()
-    known = set(registry.names("llm_provider"))
-    if spec.provider not in known:
-        raise UnknownComponentError("llm_provider", spec.provider, known | set(ALIASES))
-    component = registry.lookup("llm_provider", spec.provider)
-    kwargs: dict[str, Any] = {"model": spec.model, "require_key": require_key, **spec.provider_args}
-    if spec.base_url:
-        kwargs["base_url"] = spec.base_url
-    if timeout is not None:
-        kwargs.setdefault("timeout", timeout)
-    if connect_timeout is not None:
-        kwargs.setdefault("connect_timeout", connect_timeout)
-    try:
-        return component.factory(**kwargs)
-    except TypeError as exc:
-        raise HarnessError(f"LLM {spec}: bad arguments for provider {spec.provider!r}: {exc}") from exc
-
-
-def _prices(path: str | None) -> PriceTable:
-    if path not in _price_tables:
-        _price_tables[path] = PriceTable.load(path)
-    return _price_tables[path]
-
-
-def get_client(
-    spec: str | LLMSpec | None = None,
-    *,
-    cache_dir: str | Path | None = None,
-    use_cache: bool | None = None,
-    max_concurrency: int | None = None,
-    dry_run: bool | None = None,
-    retry: RetryPolicy | None = None,
-    timeout: float | None = None,
-    prices: str | Path | None = None,
-    shared: bool = True,
-    **defaults: Any,
-) -> Client:
-    """A client for ``spec`` (default: the ``--llm`` setting). Arguments left None take the
-    process settings (:func:`harness.llm.configure`). ``defaults`` are chat options applied to every
-    call (``temperature=0.7``...). With ``shared`` the same arguments return the same client (one
-    concurrency bound and one usage record per endpoint). A missing API key raises
-    :class:`MissingKey` here, before any work starts (not in dry runs, not for loopback URLs)."""
-    s = current()
-    spec = spec if spec is not None else s.llm
-    if spec is None:
-        raise HarnessError("no LLM given: pass --llm PROVIDER:MODEL (e.g. --llm openai:gpt-4o-mini)")
-    parsed = spec if isinstance(spec, LLMSpec) else parse_llm_spec(spec)
-    dry = s.dry_run if dry_run is None else dry_run
-    use_cache = s.use_cache if use_cache is None else use_cache
-    root = cache_dir if cache_dir is not None else s.cache_dir
-    conc = max_concurrency or parsed.client_args.get("max_concurrency") or s.max_concurrency
-    retry = retry or s.retry
-    timeout = timeout if timeout is not None else s.timeout
-    price_path = str(prices) if prices is not None else s.prices
-    opts = ChatOptions().merged(**{**parsed.options, **defaults})
-    ident = (str(parsed), str(root), use_cache, conc, dry, retry, timeout, s.connect_timeout, price_path, repr(opts),
-             s.dry_run_output_tokens)
-    with _clients_lock:
-        if shared and ident in _clients:
-            return _clients[ident]
-    provider = resolve_provider(parsed, timeout=timeout, connect_timeout=s.connect_timeout, require_key=not dry)
-    where = (provider.name, getattr(provider, "base_url", None), int(conc))
-    with _clients_lock:  # clients of one endpoint (and bound) share the in-flight limit and the breaker
-        endpoint = _endpoints.get(where)
-        if endpoint is None:
-            label = f"{provider.name} at {redact_url(where[1])}" if where[1] else provider.name
-            endpoint = _endpoints[where] = Endpoint(label, int(conc), s.max_consecutive_failures)
-    cache = None
-    if use_cache:
-        cache = open_cache(llm_cache_dir(root))
-        cache.claim_ttl = retry.budget + 60.0 if retry.budget else cache.claim_ttl
-    client = Client(
-        provider,
-        cache=cache,
-        retry=retry,
-        max_concurrency=int(conc),
-        usage=Usage(_prices(price_path), dry_run=dry),
-        dry_run=DryRun(output_tokens=s.dry_run_output_tokens) if dry else False,
-        defaults=opts,
-        spec=str(parsed),
-        endpoint=endpoint,
-    )
-    with _clients_lock:
-        if shared:
-            client = _clients.setdefault(ident, client)
-        if client not in _all_clients:
-            _all_clients.append(client)
-    return client
-
-
-def session_usage() -> Usage:
-    """Usage of every client :func:`get_client` made in this process, merged (for results.json)."""
-    with _clients_lock:
-        clients = list(_all_clients)
-    s = current()
-    return Usage.merged([c.usage for c in clients], _prices(s.prices)) if clients else Usage(
-        _prices(s.prices), dry_run=s.dry_run)
-
-
-def session_clients() -> list[Client]:
-    with _clients_lock:
-        return list(_all_clients)
-
-
-def reset_clients() -> None:
-    """Forget the clients made so far (and their usage)."""
-    with _clients_lock:
-        _clients.clear()
-        _all_clients.clear()
-        _endpoints.clear()
-        _price_tables.clear()
-
-
-def session_endpoints() -> list[Endpoint]:
-    with _clients_lock:
-        return list(_endpoints.values())

@@ -12,14 +12,14 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def _progress_bar(total: int | None, label: str | None) -> Any:
+def _progress_bar(total: int | None, label: str | None, settings: Any = None) -> Any:
     """Progress of a batch on stderr (:func:`harness.runtime.progress.progress`: a bar in a terminal, a line
-    every 15 s in a log; ``HARNESS_PROGRESS=0`` turns it off), or None."""
+    every 15 s in a log; mode ``off`` shows nothing), or None."""
     if not label or not total or total < 2:
         return None
     from harness.runtime.progress import progress
 
-    bar = progress(total, label, unit="call", stream=sys.stderr)
+    bar = progress(total, label, settings=settings, unit="call", stream=sys.stderr)
     return bar if bar.enabled else None
 
 
@@ -29,11 +29,13 @@ def bounded_map(
     workers: int,
     on_result: Callable[[int, R], None] | None = None,
     progress: str | None = None,
+    settings: Any = None,
 ) -> list[R]:
     """``[fn(x) for x in items]`` on at most ``workers`` threads. ``items`` is consumed lazily (an
     iterator of millions is fine). An exception raised by ``fn`` or ``on_result`` stops the pool
     (no new items start) and is re-raised. ``on_result(index, result)`` runs in a worker thread.
-    ``progress`` labels a progress bar shown in a terminal when the number of items is known."""
+    ``progress`` labels a progress display (``settings``: a
+    :class:`harness.runtime.progress.ProgressSettings`) shown when the number of items is known."""
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     try:
@@ -42,7 +44,7 @@ def bounded_map(
         n = None
     if n == 0:
         return []
-    bar = _progress_bar(n, progress)
+    bar = _progress_bar(n, progress, settings)
     if bar is not None:
         user_callback = on_result
 

@@ -1,9 +1,10 @@
-"""Process-wide LLM settings, set once from the CLI options (:func:`configure`) and used as the
-defaults of :func:`harness.llm.get_client`. Light: imports nothing heavy."""
+"""LLM settings: the defaults of an evaluation's LLM session (``--llm``, concurrency, cache, dry
+run, timeouts), held by its :class:`harness.Context`. Light: imports nothing heavy."""
 
 from __future__ import annotations
 
-import threading
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -38,6 +39,36 @@ class LLMSettings:
         if self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
 
+    def merged(self, **changes: Any) -> LLMSettings:
+        """A copy with ``changes`` applied; ``None`` values are ignored (options that were not given
+        keep the current value); ``budget`` sets ``retry.budget``. Unknown names raise TypeError."""
+        changes = {k: v for k, v in changes.items() if v is not None}
+        budget = changes.pop("budget", None)
+        out = replace(self, **changes) if changes else self
+        return replace(out, retry=replace(out.retry, budget=float(budget))) if budget is not None else out
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **changes: Any) -> LLMSettings:
+        """Defaults from the environment (``HARNESS_LLM``, ``HARNESS_MAX_CONCURRENCY``,
+        ``HARNESS_PRICES``, ``HARNESS_LLM_TIMEOUT``, ``HARNESS_LLM_CONNECT_TIMEOUT``,
+        ``HARNESS_LLM_BUDGET``), then ``changes`` (None values ignored)."""
+        env = os.environ if environ is None else environ
+
+        def number(name: str, kind: type = float) -> Any:
+            raw = env.get(name, "").strip()
+            if not raw:
+                return None
+            try:
+                return kind(raw)
+            except ValueError:
+                raise ValueError(f"${name} must be a number, got {raw!r}") from None
+
+        base = cls().merged(llm=env.get("HARNESS_LLM") or None, max_concurrency=number("HARNESS_MAX_CONCURRENCY", int),
+                            prices=env.get("HARNESS_PRICES") or None, timeout=number("HARNESS_LLM_TIMEOUT"),
+                            connect_timeout=number("HARNESS_LLM_CONNECT_TIMEOUT"),
+                            budget=number("HARNESS_LLM_BUDGET"))
+        return base.merged(**changes)
+
     def as_dict(self) -> dict[str, Any]:
         """For results.json (no secrets live here: a URL's credentials are masked)."""
         from harness.runtime.redact import redact_url
@@ -46,26 +77,3 @@ class LLMSettings:
                 "use_cache": self.use_cache, "max_concurrency": self.max_concurrency, "dry_run": self.dry_run,
                 "prices": self.prices, "timeout": self.timeout, "connect_timeout": self.connect_timeout,
                 "retry": self.retry.as_dict(), "max_consecutive_failures": self.max_consecutive_failures}
-
-
-_settings = LLMSettings()
-_lock = threading.Lock()
-
-
-def configure(**changes: Any) -> LLMSettings:
-    """Change the process-wide defaults (unknown names raise TypeError); returns the new settings.
-    ``None`` values are ignored, so CLI options that were not given keep the defaults."""
-    global _settings
-    with _lock:
-        _settings = replace(_settings, **{k: v for k, v in changes.items() if v is not None})
-        return _settings
-
-
-def current() -> LLMSettings:
-    return _settings
-
-
-def reset_settings() -> None:
-    global _settings
-    with _lock:
-        _settings = LLMSettings()

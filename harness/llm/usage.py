@@ -153,24 +153,7 @@ class Usage:
 
     def table(self) -> str:
         """A short text table (one line per model, then the total)."""
-        d = self.as_dict()
-        head = (f"{'model':<40} {'calls':>7} {'hits':>7} {'retries':>7} {'fail':>5} "
-                f"{'in tok':>10} {'out tok':>9} {'USD':>10}")
-        lines = [("LLM usage (DRY RUN: estimates)" if self.dry_run else "LLM usage"), head]
-
-        def row(name: str, r: dict[str, Any]) -> str:
-            cost = "n/a" if r["cost_usd"] is None else f"{r['cost_usd']:.6f}"
-            return (f"{name[:40]:<40} {r['calls']:>7} {r['cache_hits']:>7} {r['retries']:>7} "
-                    f"{r['failures']:>5} {r['input_tokens']:>10} {r['output_tokens']:>9} {cost:>10}")
-
-        for label, r in d["models"].items():
-            lines.append(row(label, r))
-        if len(d["models"]) > 1:
-            lines.append(row("total", d["total"]))
-        unpriced = d["total"]["unpriced_models"]
-        lines.append(f"prices as of {d['prices']['date']}"
-                     + (f"; no price for {', '.join(unpriced)}" if unpriced else ""))
-        return "\n".join(lines)
+        return usage_table(self.as_dict())
 
     @classmethod
     def merged(cls, usages: Iterable[Usage], prices: PriceTable | None = None) -> Usage:
@@ -181,3 +164,26 @@ class Usage:
                 for label, m in u.models.items():
                     out._m(label).add(m)
         return out
+
+
+def usage_table(d: dict[str, Any]) -> str:
+    """The text table of a usage record (:meth:`Usage.as_dict`, as in results.json): one line per
+    model, the total when there are several, and the price table's date."""
+    head = (f"{'model':<40} {'calls':>7} {'hits':>7} {'retries':>7} {'fail':>5} "
+            f"{'in tok':>10} {'out tok':>9} {'USD':>10}")
+    lines = [("LLM usage (DRY RUN: estimates)" if d.get("dry_run") else "LLM usage"), head]
+
+    def row(name: str, r: dict[str, Any]) -> str:
+        cost = "n/a" if r.get("cost_usd") is None else f"{r['cost_usd']:.6f}"
+        return (f"{name[:40]:<40} {r.get('calls', 0):>7} {r.get('cache_hits', 0):>7} {r.get('retries', 0):>7} "
+                f"{r.get('failures', 0):>5} {r.get('input_tokens', 0):>10} {r.get('output_tokens', 0):>9} {cost:>10}")
+
+    models = d.get("models") or {}
+    for label, r in models.items():
+        lines.append(row(label, r))
+    if len(models) > 1:
+        lines.append(row("total", d.get("total") or {}))
+    unpriced = (d.get("total") or {}).get("unpriced_models") or []
+    date = (d.get("prices") or {}).get("date", "?")
+    lines.append(f"prices as of {date}" + (f"; no price for {', '.join(unpriced)}" if unpriced else ""))
+    return "\n".join(lines)

@@ -1,2 +1,27 @@
-"""Metrics: standard IR measures (through ir-measures / pytrec_eval) and the resolution of
-metric names given on the command line or by tasks."""
+"""Metrics (public: see docs/api.md): standard IR measures computed by pytrec_eval / ir-measures
+(values equal trec_eval's) and the resolution of metric names given on the command line or by
+tasks. A plugin metric that needs a standard measure inside (InfoSearch's Table-1 row) uses
+:class:`StandardMetric`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.runtime.exports import lazy_exports
+
+_EXPORTS = {
+    # standard measures
+    "StandardMetric": "harness.metrics.standard",
+    "parse_measure": "harness.metrics.standard",
+    # metric names
+    "resolve_metrics": "harness.metrics.resolve",
+    "MAX_CUTOFF": "harness.metrics.names",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from harness.metrics.names import MAX_CUTOFF  # noqa: F401
+    from harness.metrics.resolve import resolve_metrics  # noqa: F401
+    from harness.metrics.standard import StandardMetric, parse_measure  # noqa: F401
+
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
+__all__ = sorted(_EXPORTS)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
@@ -59,15 +60,15 @@ class PluginInfo:
         }
 
 
-def _env_list(name: str) -> set[str] | None:
-    raw = os.environ.get(name)
+def _env_list(env: Mapping[str, str], name: str) -> set[str] | None:
+    raw = env.get(name)
     if raw is None:
         return None
     return {p.strip() for p in raw.split(",") if p.strip()}
 
 
-def _strict() -> bool:
-    return os.environ.get("HARNESS_STRICT_PLUGINS", "").lower() in ("1", "true", "yes")
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    return env.get(name, "").lower() in ("1", "true", "yes")
 
 
 def _core_version() -> str:
@@ -80,9 +81,13 @@ def _core_version() -> str:
 
 
 class PluginHost:
-    """Owns the pluggy manager, the registry and the load report."""
+    """Owns the pluggy manager, the registry and the load report. Each host loads the plugins anew
+    (about 30 ms); the ``HARNESS_*`` variables are read from ``environ`` (default: the process's)
+    when it is made."""
 
-    def __init__(self, load_entry_points: bool = True):
+    def __init__(self, load_entry_points: bool = True, environ: Mapping[str, str] | None = None):
+        self.env = dict(os.environ if environ is None else environ)
+        self.strict = _flag(self.env, "HARNESS_STRICT_PLUGINS")
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.registry = Registry()
@@ -97,7 +102,7 @@ class PluginHost:
     # -- loading ---------------------------------------------------------------------------
     def _fail(self, info: PluginInfo, exc: BaseException, stage: str) -> None:
         info.error = f"{stage}: {type(exc).__name__}: {exc}"
-        if _strict():
+        if self.strict:
             raise PluginError(
                 f"plugin {info.name!r} ({info.distribution}) failed to {stage}: {exc}\n"
                 + "".join(traceback.format_exception(exc))
@@ -121,10 +126,10 @@ class PluginHost:
             self._fail(info, exc, "import")
 
     def _load_entry_points(self) -> None:
-        if os.environ.get("HARNESS_DISABLE_PLUGIN_AUTOLOAD", "").lower() in ("1", "true", "yes"):
+        if _flag(self.env, "HARNESS_DISABLE_PLUGIN_AUTOLOAD"):
             return
-        allow = _env_list("HARNESS_PLUGINS")
-        block = _env_list("HARNESS_BLOCK_PLUGINS") or set()
+        allow = _env_list(self.env, "HARNESS_PLUGINS")
+        block = _env_list(self.env, "HARNESS_BLOCK_PLUGINS") or set()
         for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
             dist = ep.dist.name if ep.dist else "?"
             version = ep.dist.version if ep.dist else "?"
@@ -200,41 +205,41 @@ class PluginHost:
     def failures(self) -> list[PluginInfo]:
         return [p for p in self.plugins if p.error]
 
+    @classmethod
+    def around(cls, registry: Registry) -> PluginHost:
+        """A host for an existing registry (``evaluate(registry=...)``): its report lists the
+        distributions that registered the registry's components."""
+        host = cls.__new__(cls)
+        host.env = dict(os.environ)
+        host.strict = False
+        host.pm = pluggy.PluginManager(hookspecs.PROJECT)
+        host.pm.add_hookspecs(hookspecs)
+        host.registry = registry
+        host._info_by_plugin = {}
+        sources = sorted({c.source for kind in registry.components for c in registry.all(kind)})
+        host.plugins = [PluginInfo(s, s, _core_version() if s == CORE_DIST else _dist_version(s)) for s in sources]
+        return host
 
-_host: PluginHost | None = None
-
-
-def get_host() -> PluginHost:
-    """The process-wide plugin host, built on first use."""
-    global _host
-    if _host is None:
-        _host = PluginHost()
-    return _host
-
-
-def get_registry() -> Registry:
-    return get_host().registry
-
-
-def reset() -> None:
-    """Forget loaded plugins (tests, or after changing the HARNESS_* variables)."""
-    global _host
-    _host = None
-
-
-def distribution_versions() -> dict[str, str]:
-    """Versions of the core, each loaded plugin's distribution and key libraries, for results."""
-    out = {CORE_DIST: _core_version(), "python": sys.version.split()[0]}
-    for p in get_host().plugins:
-        if p.distribution != CORE_DIST:
-            out[p.distribution] = p.version
-    for lib in ("pluggy", "click", "ir-measures", "pytrec-eval-terrier", "rank-bm25",
-                "sentence-transformers", "torch", "transformers", "numpy", "openai", "anthropic"):
-        try:
-            out[lib] = metadata.version(lib)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
+    def versions(self) -> dict[str, str]:
+        """Versions of the core, each loaded plugin's distribution and key libraries, for results."""
+        out = {CORE_DIST: _core_version(), "python": sys.version.split()[0]}
+        for p in self.plugins:
+            if p.distribution != CORE_DIST:
+                out[p.distribution] = p.version
+        for lib in ("pluggy", "click", "ir-measures", "pytrec-eval-terrier", "rank-bm25",
+                    "sentence-transformers", "torch", "transformers", "numpy", "openai", "anthropic"):
+            try:
+                out[lib] = metadata.version(lib)
+            except metadata.PackageNotFoundError:
+                pass
+        return out
 
 
-__all__ = ["PluginHost", "PluginInfo", "get_host", "get_registry", "reset", "KINDS"]
+def _dist_version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "?"
+
+
+__all__ = ["PluginHost", "PluginInfo", "KINDS"]

@@ -13,9 +13,21 @@ def lazy(target: str) -> Callable[..., Any]:
     with the component spec's arguments, e.g. ``register("bm25", lazy("harness.retrievers.bm25:BM25Retriever"))``."""
     module_name, attr = target.split(":")
 
+    def resolve() -> Any:
+        return getattr(importlib.import_module(module_name), attr)
+
     def factory(**kwargs: Any) -> Any:
-        return getattr(importlib.import_module(module_name), attr)(**kwargs)
+        return resolve()(**kwargs)
+
+    def accepts_context() -> bool:
+        import inspect
+
+        try:
+            return "context" in inspect.signature(resolve()).parameters
+        except (TypeError, ValueError):
+            return False
 
     factory.__qualname__ = factory.__name__ = f"lazy[{target}]"
     factory.target = target  # type: ignore[attr-defined]
+    factory.accepts_context = accepts_context  # type: ignore[attr-defined]
     return factory

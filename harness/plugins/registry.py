@@ -8,9 +8,9 @@ from typing import Any
 
 from harness.concepts.errors import AmbiguousComponentError, HarnessError, UnknownComponentError
 from harness.plugins.component_spec import ComponentSpec, parse_spec
+from harness.runtime.extras import CORE_DIST  # the core's distribution name: "harness-ir"
 
 KINDS = ("dataset", "task", "retriever", "reranker", "judge", "metric", "llm_provider")
-CORE_DIST = "harness"
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class Component:
     name: str
     factory: Callable[..., Any]
     description: str
-    source: str  # distribution that registered it ("harness" for built-ins)
+    source: str  # distribution that registered it (CORE_DIST, "harness-ir", for built-ins)
 
     @property
     def builtin(self) -> bool:
@@ -51,7 +51,8 @@ class Registry:
 
     def lookup(self, kind: str, name: str, source: str | None = None) -> Component:
         """Find one component. ``source`` is ``"plugin"`` (any third-party distribution),
-        ``"builtin"``, a distribution name, or None (unique across sources)."""
+        ``"builtin"`` (or the core's distribution name, ``harness-ir``), a distribution name, or None
+        (unique across sources)."""
         entries = self.components[kind].get(name)
         if not entries:
             raise UnknownComponentError(kind, name, self.components[kind])
@@ -78,17 +79,37 @@ class Registry:
                 parsed = ComponentSpec(full, None, parsed.args, parsed.text)
         return self.lookup(kind, parsed.name, parsed.source), parsed
 
-    def create(self, kind: str, spec: str | ComponentSpec, **extra: Any) -> Any:
-        """Resolve ``spec`` and call its factory with the spec's arguments (plus ``extra``)."""
-        return self.build(kind, spec, **extra)[0]
+    def create(self, kind: str, spec: str | ComponentSpec, context: Any = None, **extra: Any) -> Any:
+        """Resolve ``spec`` and call its factory with the spec's arguments (plus ``extra``), and the
+        evaluation's ``context`` when the factory takes one."""
+        return self.build(kind, spec, context, **extra)[0]
 
-    def build(self, kind: str, spec: str | ComponentSpec, **extra: Any) -> tuple[Any, Component, ComponentSpec]:
+    def build(self, kind: str, spec: str | ComponentSpec, context: Any = None, **extra: Any
+              ) -> tuple[Any, Component, ComponentSpec]:
         """Like :meth:`create`, also returning the component found and the parsed spec."""
         component, parsed = self.resolve(kind, spec)
+        kwargs = {**extra, **parsed.args}
+        if context is not None and accepts_context(component.factory):
+            kwargs["context"] = context
         try:
-            return component.factory(**{**extra, **parsed.args}), component, parsed
+            return component.factory(**kwargs), component, parsed
         except TypeError as exc:
             raise HarnessError(f"{kind} {parsed.text!r}: bad arguments: {exc}{_hint(component, exc)}") from exc
+
+
+def accepts_context(factory: Any) -> bool:
+    """Whether ``factory`` declares a ``context`` parameter (for a :func:`harness.lazy` factory:
+    whether its target does; the target is imported, as the call would import it anyway)."""
+    import inspect
+
+    probe = getattr(factory, "accepts_context", None)
+    if callable(probe):
+        return bool(probe())
+    try:
+        return "context" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+
 
 def _hint(component: Component, exc: TypeError) -> str:
     """For an unknown keyword argument: the component's close matches, or the arguments it takes."""

@@ -1,21 +1,37 @@
-"""Writing results: ``results.json``, ``per_query.jsonl``, one TREC run file per mode and
-``judgments.jsonl`` when a judge ran. Every reported number can be recomputed from these files."""
+"""The results contract: writing and reading results folders.
+
+A folder holds ``results.json``, ``per_query.jsonl``, one TREC run file per mode and
+``judgments.jsonl`` when a judge ran (a suite's folder: its ``results.json`` and one such folder
+per member). Every reported number can be recomputed from these files.
+
+``results.json`` carries ``"schema_version": 2``. :func:`read_results` is the one reader: it
+validates the file and returns a :class:`StoredResults` upgraded to the current schema; a file
+without ``schema_version`` is version 1 (written before uncertainty had its own fields) and is
+converted on read: names ending in ``:se``, ``:bootstrap``, ``:queries`` become the uncertainty of
+the metric they qualify, counts (``_queries``, ``_queries_skipped``, ``_positions_dropped``,
+``:triplets``) go to ``metric_details``. See ``docs/architecture.md``, "Results contract"."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.concepts.errors import HarnessError
+from harness.concepts.uncertainty import Uncertainty
 from harness.runtime.redact import redact_url
 
 if TYPE_CHECKING:
-    from harness.evaluation.pipeline import EvalResult, SuiteResult
+    from harness.results.result import EvalResult
+
+#: the version ``write_results`` writes; files without ``schema_version`` are version 1
+SCHEMA_VERSION = 2
 
 
 def _clean(value: Any) -> Any:
@@ -71,7 +87,7 @@ def write_results(result: EvalResult, output: str | Path) -> Path:
 
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
-    data = result.to_dict()
+    data = {"schema_version": SCHEMA_VERSION, **result.to_dict()}
     files: dict[str, str] = {}
     for mode, run in result.runs.items():
         name = "run.trec" if len(result.runs) == 1 else f"run.{mode}.trec"
@@ -96,19 +112,271 @@ def write_results(result: EvalResult, output: str | Path) -> Path:
     return out / "results.json"
 
 
-def write_suite_results(result: SuiteResult, output: str | Path) -> Path:
+def write_suite_results(result: EvalResult, output: str | Path) -> Path:
+    """A suite's own results.json (its members' folders are written by their evaluations)."""
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / "results.json.tmp"
-    tmp.write_text(json.dumps(_clean(result.to_dict()), indent=2, ensure_ascii=False, default=str) + "\n",
-                   encoding="utf-8")
+    data = {"schema_version": SCHEMA_VERSION, **result.to_dict()}
+    tmp.write_text(json.dumps(_clean(data), indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     tmp.replace(out / "results.json")
     return out / "results.json"
 
 
-def load_results(path: str | Path) -> dict[str, Any]:
-    """Read a results.json (or the folder holding one)."""
+# ---------------------------------------------------------------------------------------------- reading
+
+#: version-1 names that qualify a metric (``NAME:se`` ...): converted into ``uncertainty[NAME]``
+V1_UNCERTAINTY_SUFFIXES = {":se": "se", ":bootstrap": "estimate", ":queries": "n"}
+#: version-1 names that are counts, not metrics: moved to ``metric_details``
+V1_COUNT_SUFFIXES = ("_queries_skipped", "_positions_dropped", "_queries", ":triplets")
+_MODE = re.compile(r"^(.*?)(\[[^\[\]]*\])?$")
+
+
+def v1_non_metric(name: str) -> str | None:
+    """For a version-1 name that is no metric, what it is: ``"se"``, ``"estimate"``, ``"n"`` (an
+    uncertainty field of the metric it qualifies) or ``"count"``; None for a metric. A mode suffix
+    (``NAME:se[og]``) is allowed."""
+    base = _MODE.match(name).group(1)
+    for suffix, what in V1_UNCERTAINTY_SUFFIXES.items():
+        if base.endswith(suffix) and len(base) > len(suffix):
+            return what
+    if any(base.endswith(s) and len(base) > len(s) for s in V1_COUNT_SUFFIXES):
+        return "count"
+    return None
+
+
+def split_v1_metrics(metrics: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, Any]]:
+    """A version-1 ``metrics`` object -> (metrics, uncertainty as dicts, metric_details)."""
+    kept: dict[str, Any] = {}
+    fields: dict[str, dict[str, Any]] = {}
+    details: dict[str, Any] = {}
+    for name, value in metrics.items():
+        what = v1_non_metric(name)
+        if what is None:
+            kept[name] = value
+            continue
+        m = _MODE.match(name)
+        base, mode = m.group(1), m.group(2) or ""
+        if what == "count":
+            details[name] = value
+            continue
+        suffix = next(s for s, w in V1_UNCERTAINTY_SUFFIXES.items() if w == what)
+        target = base[: -len(suffix)] + mode
+        if target not in metrics:  # qualifies nothing reported: keep the number as a detail
+            details[name] = value
+            continue
+        if what == "n" and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            value = int(value)
+        fields.setdefault(target, {})[what] = value
+    uncertainty = {}
+    for name, f in fields.items():
+        if "estimate" in f:
+            f["method"] = "bootstrap"
+        uncertainty[name] = Uncertainty.from_dict(f).to_dict()
+    return kept, uncertainty, details
+
+
+def upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """A results.json object of any known version, in the current schema (a new dict)."""
+    version = data.get("schema_version", 1)
+    if version == SCHEMA_VERSION:
+        return dict(data)
+    out = dict(data)
+    metrics, uncertainty, details = split_v1_metrics(data.get("metrics") or {})
+    out["metrics"] = metrics
+    if "tasks" in data and isinstance(data["tasks"], dict):  # a suite: means over members carry no uncertainty
+        out["uncertainty"] = {}
+        out["metric_details"] = details
+        tasks = {}
+        for name, entry in data["tasks"].items():
+            entry = dict(entry) if isinstance(entry, dict) else entry
+            if isinstance(entry, dict):
+                entry["metrics"], entry["uncertainty"], entry["metric_details"] = split_v1_metrics(
+                    entry.get("metrics") or {})
+            tasks[name] = entry
+        out["tasks"] = tasks
+    else:
+        out["uncertainty"], out["metric_details"] = uncertainty, details
+    out["schema_version"] = SCHEMA_VERSION
+    return out
+
+
+def _is_number(v: Any) -> bool:
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def _check_numbers(where: str, what: str, value: Any) -> None:
+    if not isinstance(value, dict):
+        raise HarnessError(f"{where}: {what!r} must be an object of name -> number, not {type(value).__name__}")
+    bad = [k for k, v in value.items() if not _is_number(v)]
+    if bad:
+        raise HarnessError(f"{where}: {what}[{bad[0]!r}] is not a number: {value[bad[0]]!r}")
+
+
+def _check_uncertainty(where: str, value: Any) -> None:
+    if not isinstance(value, dict):
+        raise HarnessError(f"{where}: 'uncertainty' must be an object of metric -> uncertainty")
+    for name, u in value.items():
+        try:
+            Uncertainty.from_dict(u)
+        except (TypeError, ValueError) as exc:
+            raise HarnessError(f"{where}: uncertainty[{name!r}]: {exc}") from None
+
+
+def validate(data: Any, where: str = "results.json") -> None:
+    """Check a results.json object (current schema) field by field; :class:`HarnessError` names the
+    first problem."""
+    if not isinstance(data, dict):
+        raise HarnessError(f"{where}: a results.json holds a JSON object, not {type(data).__name__}")
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise HarnessError(f"{where}: schema_version {data.get('schema_version')!r}, expected {SCHEMA_VERSION}")
+    _check_numbers(where, "metrics", data.get("metrics", {}))
+    _check_uncertainty(where, data.get("uncertainty", {}))
+    _check_numbers(where, "metric_details", data.get("metric_details", {}))
+    for key in ("task", "components", "files", "usage", "timings"):
+        if key in data and data[key] is not None and not isinstance(data[key], dict):
+            raise HarnessError(f"{where}: {key!r} must be an object")
+    if "tasks" in data:
+        if not isinstance(data["tasks"], dict):
+            raise HarnessError(f"{where}: a suite's 'tasks' must be an object of task -> entry")
+        for name, entry in data["tasks"].items():
+            w = f"{where}: tasks[{name!r}]"
+            if not isinstance(entry, dict):
+                raise HarnessError(f"{w} must be an object")
+            _check_numbers(w, "metrics", entry.get("metrics", {}))
+            _check_uncertainty(w, entry.get("uncertainty", {}))
+            _check_numbers(w, "metric_details", entry.get("metric_details", {}))
+            if "results" in entry and not isinstance(entry["results"], str):
+                raise HarnessError(f"{w}: 'results' must be a path relative to the suite's folder")
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    return None
+
+
+@dataclass
+class StoredResults:
+    """One results.json as read: ``data`` in the current schema whatever ``source_version`` the
+    file was written with; typed views of the fields below."""
+
+    path: Path  # the results.json file
+    data: dict[str, Any]
+    source_version: int
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    @property
+    def is_suite(self) -> bool:
+        return "tasks" in self.data
+
+    @property
+    def task_name(self) -> str:
+        return (self.data.get("task") or {}).get("name") or self.folder.name
+
+    @property
+    def metrics(self) -> dict[str, float | None]:
+        return {k: _number(v) for k, v in (self.data.get("metrics") or {}).items()}
+
+    @property
+    def uncertainty(self) -> dict[str, Uncertainty]:
+        return {k: Uncertainty.from_dict(v) for k, v in (self.data.get("uncertainty") or {}).items()}
+
+    @property
+    def metric_details(self) -> dict[str, float | None]:
+        return {k: _number(v) for k, v in (self.data.get("metric_details") or {}).items()}
+
+    @property
+    def components(self) -> dict[str, Any]:
+        return self.data.get("components") or {}
+
+    def run_files(self) -> dict[str, Path]:
+        """mode -> run file path (from ``files``)."""
+        out: dict[str, Path] = {}
+        for key, name in (self.data.get("files") or {}).items():
+            if key.startswith("run[") and key.endswith("]"):
+                out[key[4:-1]] = self.folder / name
+        return out
+
+    def read_per_query(self) -> dict[str, dict[str, float | None]]:
+        """qid -> name -> value from ``per_query.jsonl`` (empty when the file is absent); values that
+        are not numbers read as None, and a version-1 file's non-metric names are left out."""
+        name = (self.data.get("files") or {}).get("per_query", "per_query.jsonl")
+        rows = read_per_query(self.folder / name)
+        if self.source_version < 2:
+            rows = {q: {k: v for k, v in row.items() if v1_non_metric(k) is None} for q, row in rows.items()}
+        return rows
+
+    def member_paths(self) -> dict[str, Path]:
+        """A suite's members: task -> its results.json."""
+        out = {}
+        for task, entry in (self.data.get("tasks") or {}).items():
+            out[task] = self.folder / (entry.get("results") or f"{task.replace(':', '_')}/results.json")
+        return out
+
+    def members(self) -> dict[str, StoredResults]:
+        """A suite's members read (each a :class:`StoredResults`); missing ones are an error."""
+        out = {}
+        for task, path in self.member_paths().items():
+            if not path.exists():
+                raise HarnessError(f"{self.folder}: suite member {task!r} has no {path.relative_to(self.folder)}")
+            out[task] = read_results(path)
+        return out
+
+
+def read_results(path: str | Path) -> StoredResults:
+    """Read and validate a results.json (or the folder holding one), converting older schema versions.
+
+    Raises :class:`HarnessError` when the file is missing, not JSON, invalid, or written by a newer
+    schema than this harness knows."""
     p = Path(path)
-    if p.is_dir():
+    if p.is_dir() or not p.name.endswith(".json"):
         p = p / "results.json"
-    return json.loads(p.read_text(encoding="utf-8"))
+    if not p.is_file():
+        raise HarnessError(f"{path}: no results.json (give a folder written by `harness eval -o`)")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise HarnessError(f"{p}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HarnessError(f"{p}: cannot read ({exc})") from None
+    if not isinstance(data, dict):
+        raise HarnessError(f"{p}: a results.json holds a JSON object, not {type(data).__name__}")
+    version = data.get("schema_version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise HarnessError(f"{p}: schema_version must be a whole number >= 1, not {version!r}")
+    if version > SCHEMA_VERSION:
+        raise HarnessError(f"{p}: schema_version {version} is newer than this harness reads ({SCHEMA_VERSION}); "
+                           "upgrade harness")
+    if version < SCHEMA_VERSION:  # check the old file's own types before converting it
+        _check_numbers(str(p), "metrics", data.get("metrics", {}))
+    try:
+        upgraded = upgrade(data)
+    except (TypeError, ValueError) as exc:
+        raise HarnessError(f"{p}: cannot read schema_version {version}: {exc}") from None
+    validate(upgraded, str(p))
+    return StoredResults(p, upgraded, version)
+
+
+def read_per_query(path: str | Path) -> dict[str, dict[str, float | None]]:
+    """``per_query.jsonl``: qid -> name -> value (non-numbers read as None); {} when absent."""
+    p = Path(path)
+    rows: dict[str, dict[str, float | None]] = {}
+    if not p.exists():
+        return rows
+    with open(p, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise HarnessError(f"{p}:{lineno}: not JSON ({exc.msg})") from None
+            if not isinstance(row, dict) or "query_id" not in row:
+                raise HarnessError(f"{p}:{lineno}: a per-query row is an object with a query_id")
+            qid = str(row.pop("query_id"))
+            rows[qid] = {k: _number(v) for k, v in row.items()}
+    return rows

@@ -5,25 +5,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.concepts.document import Document
 from harness.concepts.errors import HarnessError
 from harness.concepts.run import Run
 
 
 class CandidatesRetriever:
     """Returns the candidates the dataset gives for each query (BM25 top-100 for TREC DL, the
-    20 passages of NovelEval), cut to ``k``. The pipeline hands it the mode's candidates."""
-
-    uses_candidates = True
+    20 passages of NovelEval), cut to ``k``. A :class:`harness.concepts.protocols.CandidateRetriever`:
+    the pipeline hands it the mode's candidates and never indexes the corpus."""
 
     def __init__(self) -> None:
         self._candidates: Run | None = None
 
     def set_candidates(self, candidates: Run | None) -> None:
         self._candidates = candidates
-
-    def index(self, corpus: Mapping[str, Document]) -> None:
-        pass
 
     def search(self, queries: Mapping[str, str], k: int) -> Run:
         if self._candidates is None:

@@ -5,8 +5,8 @@
   15) with done/total, percentage, rate and ETA, e.g.
   ``dense: encoding: 2048/5183 texts (39.5%), 17.1 texts/s, ETA 3m03s``, and a last line when the
   work ends, if any line was printed (work shorter than the interval prints nothing).
-- ``HARNESS_PROGRESS=0`` (or :func:`set_quiet`, which ``harness eval --quiet`` calls) prints neither;
-  ``HARNESS_PROGRESS=1`` forces the bar (``plain`` forces the lines).
+- ``HARNESS_PROGRESS=0`` (or ``--quiet``: a :class:`ProgressSettings` with ``mode="off"`` in the
+  evaluation's context) prints neither; ``HARNESS_PROGRESS=1`` forces the bar (``plain`` the lines).
 
 :func:`progress` returns an object with ``update(n)`` and ``close()`` (also a context manager);
 ``enabled`` is False when nothing is shown. tqdm is imported only when a bar is shown, so importing
@@ -20,7 +20,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 ENV_PROGRESS = "HARNESS_PROGRESS"
@@ -32,44 +33,48 @@ _BAR = ("1", "true", "yes", "on", "bar")
 _LINES = ("plain", "lines", "line", "log")
 
 
-_quiet = False
+@dataclass(frozen=True)
+class ProgressSettings:
+    """``mode``: ``"auto"`` (a bar in a terminal, lines elsewhere), ``"off"``, ``"bar"`` or
+    ``"lines"``; ``interval``: seconds between plain lines. Part of an evaluation's context."""
 
+    mode: str = "auto"
+    interval: float = DEFAULT_INTERVAL
 
-def set_quiet(quiet: bool = True) -> None:
-    """Show no progress in this process (``harness eval --quiet``), as ``HARNESS_PROGRESS=0`` does."""
-    global _quiet
-    _quiet = bool(quiet)
+    def __post_init__(self) -> None:
+        if self.mode not in ("auto", "off", "bar", "lines"):
+            raise ValueError(f"progress mode must be auto, off, bar or lines, not {self.mode!r}")
+        if self.interval < 0:
+            raise ValueError(f"progress interval must be >= 0 seconds, not {self.interval}")
 
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, quiet: bool = False) -> ProgressSettings:
+        """From ``$HARNESS_PROGRESS`` and ``$HARNESS_PROGRESS_INTERVAL``; ``quiet`` turns it off."""
+        env = os.environ if environ is None else environ
+        value = env.get(ENV_PROGRESS, "").strip().lower()
+        how = ("off" if quiet or value in _OFF else "bar" if value in _BAR else "lines" if value in _LINES
+               else "auto")
+        return cls(how, _interval(env.get(ENV_INTERVAL, "")))
 
-def mode(stream: TextIO | None = None) -> str:
-    """``"off"``, ``"bar"`` or ``"lines"``: off after :func:`set_quiet`; ``$HARNESS_PROGRESS`` when it
-    says; else a bar when ``stream`` (default stderr) is a terminal and lines when it is not."""
-    value = os.environ.get(ENV_PROGRESS, "").strip().lower()
-    if _quiet or value in _OFF:
-        return "off"
-    if value in _BAR:
-        return "bar"
-    if value in _LINES:
-        return "lines"
-    stream = stream if stream is not None else sys.stderr
-    try:
-        tty = bool(stream.isatty())
-    except (AttributeError, ValueError):  # no isatty, or a closed stream
-        tty = False
-    return "bar" if tty else "lines"
-
-
-def interval() -> float:
-    """Seconds between plain lines: ``$HARNESS_PROGRESS_INTERVAL`` (a number >= 0), else 15."""
-    raw = os.environ.get(ENV_INTERVAL, "").strip()
-    if raw:
+    def resolve(self, stream: TextIO | None = None) -> str:
+        """``"off"``, ``"bar"`` or ``"lines"`` for output on ``stream`` (default stderr)."""
+        if self.mode != "auto":
+            return self.mode
+        stream = stream if stream is not None else sys.stderr
         try:
-            value = float(raw)
-        except ValueError:
-            return DEFAULT_INTERVAL
-        if value >= 0:
-            return value
-    return DEFAULT_INTERVAL
+            tty = bool(stream.isatty())
+        except (AttributeError, ValueError):  # no isatty, or a closed stream
+            tty = False
+        return "bar" if tty else "lines"
+
+
+def _interval(raw: str) -> float:
+    """Seconds between plain lines: a number >= 0, else the default (15)."""
+    try:
+        value = float(raw.strip()) if raw.strip() else DEFAULT_INTERVAL
+    except ValueError:
+        return DEFAULT_INTERVAL
+    return value if value >= 0 else DEFAULT_INTERVAL
 
 
 class NullProgress:
@@ -101,7 +106,7 @@ class LineProgress:
         self.total, self.label, self.unit, self.unit_scale = total, label, unit, unit_scale
         self.n = self._start_n = initial
         self.stream = stream if stream is not None else sys.stderr
-        self.every = interval() if every is None else float(every)
+        self.every = DEFAULT_INTERVAL if every is None else float(every)
         self.clock = clock
         self._t0 = clock()
         self._next = self._t0 + self.every
@@ -163,24 +168,25 @@ class LineProgress:
             pass
 
 
-def progress(total: int | None, label: str, *, unit: str = "it", unit_scale: bool = False, initial: int = 0,
-             enabled: bool = True, min_total: int = 0, leave: bool = False, stream: TextIO | None = None,
-             clock: Callable[[], float] | None = None, every: float | None = None) -> Any:
+def progress(total: int | None, label: str, *, settings: ProgressSettings | None = None, unit: str = "it",
+             unit_scale: bool = False, initial: int = 0, enabled: bool = True, min_total: int = 0,
+             leave: bool = False, stream: TextIO | None = None, clock: Callable[[], float] | None = None,
+             every: float | None = None) -> Any:
     """Progress over ``total`` units (None: unknown) labelled ``label``.
 
-    ``enabled=False`` (the caller's own off switch) and ``HARNESS_PROGRESS=0`` show nothing. An
-    automatic terminal bar is skipped for work under ``min_total`` units (a forced one is not); plain
-    lines need no such limit, since work shorter than the interval prints none. ``unit_scale``
-    shows ``unit`` with SI prefixes (bytes: ``1.2MB``)."""
+    ``settings`` (the evaluation's; None: from the environment now), ``enabled=False`` (the
+    caller's own off switch) and mode ``off`` show nothing. An automatic terminal bar is skipped for
+    work under ``min_total`` units (a forced one is not); plain lines need no such limit, since work
+    shorter than the interval prints none. ``unit_scale`` shows ``unit`` with SI prefixes (``1.2MB``)."""
     if not enabled:
         return NullProgress()
+    settings = settings if settings is not None else ProgressSettings.from_env()
     stream = stream if stream is not None else sys.stderr
-    how = mode(stream)
+    how = settings.resolve(stream)
     if how == "off":
         return NullProgress()
     if how == "bar":
-        forced = os.environ.get(ENV_PROGRESS, "").strip().lower() in _BAR
-        if not forced and total is not None and total < min_total:
+        if settings.mode != "bar" and total is not None and total < min_total:
             return NullProgress()
         try:
             from tqdm import tqdm
@@ -192,7 +198,7 @@ def progress(total: int | None, label: str, *, unit: str = "it", unit_scale: boo
             bar.enabled = True
             return bar
     return LineProgress(total, label, unit=unit, unit_scale=unit_scale, initial=initial, stream=stream,
-                        every=every, clock=clock or time.monotonic)
+                        every=settings.interval if every is None else every, clock=clock or time.monotonic)
 
 
 def _plural(unit: str) -> str:
@@ -220,5 +226,5 @@ def _duration(seconds: float) -> str:
     return f"{h}h{m:02d}m{s:02d}s"
 
 
-__all__ = ["DEFAULT_INTERVAL", "ENV_INTERVAL", "ENV_PROGRESS", "LineProgress", "NullProgress", "interval", "mode",
-           "progress", "set_quiet"]
+__all__ = ["DEFAULT_INTERVAL", "ENV_INTERVAL", "ENV_PROGRESS", "LineProgress", "NullProgress", "ProgressSettings",
+           "progress"]

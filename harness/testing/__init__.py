@@ -1,37 +1,47 @@
 """Helpers for testing harness and its plugins (public: see docs/api.md).
 
 - :class:`TestServer` / :class:`ScriptedReply`: a loopback LLM server speaking the OpenAI and
-  Anthropic protocols, with scripted replies, faults and counters (``harness.testing.llm_server``);
+  Anthropic protocols, with scripted replies, faults and counters (``python -m harness.testing.llm_server``);
 - :func:`isolated_environment`, :func:`shared_data_dir`, :func:`require_data`: a test session of
   its own (cache folder, no downloads, no keys) and the shared benchmark folder or a clear skip;
-- :func:`fresh_venv`, :func:`pip`, :func:`build_wheel`: install a plugin the way users do.
-
-Importing this package is light; each helper's module is imported when first used.
+- :func:`fresh_venv`, :func:`pip`, :func:`build_wheel`: install a plugin the way users do;
+- :func:`plugin_registry`: a registry of the built-ins plus the plugin modules given, in-process;
+- :func:`isolated_context`: a :class:`harness.Context` with its own cache, fast retries, no progress.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-_LAZY = {
-    "TestServer": ".llm_server", "ScriptedReply": ".llm_server",
-    "isolated_environment": ".env", "shared_data_dir": ".env", "require_data": ".env",
-    "fresh_venv": ".venv", "pip": ".venv", "build_wheel": ".venv",
+from harness.runtime.exports import lazy_exports
+
+_EXPORTS = {
+    # a loopback LLM server
+    "TestServer": "harness.testing.llm_server",
+    "ScriptedReply": "harness.testing.llm_server",
+    "last_user_text": "harness.testing.llm_server",
+    # a test session
+    "isolated_environment": "harness.testing.env",
+    "shared_data_dir": "harness.testing.env",
+    "require_data": "harness.testing.env",
+    "plugin_registry": "harness.testing.env",
+    "isolated_context": "harness.testing.env",
+    # installing a plugin
+    "fresh_venv": "harness.testing.venv",
+    "pip": "harness.testing.venv",
+    "build_wheel": "harness.testing.venv",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .env import isolated_environment, require_data, shared_data_dir  # noqa: F401
-    from .llm_server import ScriptedReply, TestServer  # noqa: F401
-    from .venv import build_wheel, fresh_venv, pip  # noqa: F401
+    from harness.testing.env import (  # noqa: F401
+        isolated_context,
+        isolated_environment,
+        plugin_registry,
+        require_data,
+        shared_data_dir,
+    )
+    from harness.testing.llm_server import ScriptedReply, TestServer, last_user_text  # noqa: F401
+    from harness.testing.venv import build_wheel, fresh_venv, pip  # noqa: F401
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'harness.testing' has no attribute {name!r}")
-
-
-__all__ = sorted(_LAZY)
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
+__all__ = sorted(_EXPORTS)

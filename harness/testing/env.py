@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 LLM_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "HARNESS_LLM")
 
@@ -50,3 +51,32 @@ def require_data(root: str | Path, *files: str, fetch: str = "TASK") -> Path:
         pytest.skip(f"benchmark data not found under {root} (missing {', '.join(missing)}): set HARNESS_DATA "
                     f"to a folder holding the shared data (docs/data.md) or run `harness data download {fetch}`")
     return root
+
+
+def plugin_registry(*plugins: object, entry_points: bool = False) -> Any:
+    """A registry of the built-in components plus ``plugins`` (modules or objects with hook
+    implementations), registered in-process as a plugin test wants (no entry-point scan unless
+    ``entry_points``)."""
+    from harness.plugins.host import PluginHost
+
+    host = PluginHost(load_entry_points=entry_points)
+    for plugin in plugins:
+        name = getattr(plugin, "__name__", type(plugin).__name__)
+        dist = name.split(".")[0].replace("_", "-")
+        host.register_plugin(plugin, name, distribution=dist)
+    return host.registry
+
+
+def isolated_context(cache_dir: str | Path, *, registry: Any = None, data_dir: str | Path | None = None,
+                     **llm_settings: Any) -> Any:
+    """A :class:`harness.Context` for a test: its own cache folder, fast LLM retries (millisecond
+    waits), no progress output, and the LLM settings given (``llm=``, ``dry_run=``, ``timeout=``...).
+    ``registry``: the components to use (default: the installed plugins)."""
+    from harness.llm.retry import RetryPolicy
+    from harness.llm.settings import LLMSettings
+    from harness.runtime.context import Context
+    from harness.runtime.progress import ProgressSettings
+
+    settings = LLMSettings(retry=RetryPolicy.fast()).merged(**llm_settings)
+    return Context.create(registry=registry, cache_dir=cache_dir, data_dir=data_dir, llm=settings,
+                          progress=ProgressSettings("off"))

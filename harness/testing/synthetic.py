@@ -9,20 +9,34 @@ from pathlib import Path
 from typing import Any
 
 
+def _standard_error(vals: list[float]) -> float | None:
+    if len(vals) < 2:
+        return None
+    mean = sum(vals) / len(vals)
+    return (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1) / len(vals)) ** 0.5
+
+
 def write_results_folder(folder: str | Path, task: str, per_query: Mapping[str, Mapping[str, float | None]], *,
                          retriever: str = "synthetic", modes: tuple[str, ...] = ("default",),
-                         usage: dict[str, Any] | None = None, rankings: int = 5) -> Path:
-    """One evaluation's folder: results.json (metrics = means of the per-query values),
-    per_query.jsonl and a TREC run file per mode (``rankings`` made-up documents per query)."""
+                         usage: dict[str, Any] | None = None, rankings: int = 5, se: bool = False,
+                         details: Mapping[str, float] | None = None) -> Path:
+    """One evaluation's folder (results.json schema 2): results.json (metrics = means of the per-query
+    values), per_query.jsonl and a TREC run file per mode (``rankings`` made-up documents per query).
+    ``se=True`` adds each metric's standard error over the queries as its uncertainty; ``details``
+    are written as ``metric_details`` (counts that are not metrics)."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     names: list[str] = []
     for row in per_query.values():
         names += [k for k in row if k not in names]
     metrics = {}
+    uncertainty = {}
     for n in names:
         vals = [row[n] for row in per_query.values() if row.get(n) is not None]
         metrics[n] = sum(vals) / len(vals) if vals else None
+        if se and _standard_error(vals) is not None:
+            uncertainty[n] = {"se": _standard_error(vals), "ci95": None, "n": len(vals), "estimate": None,
+                              "method": "standard error of the mean over queries"}
     files = {}
     for mode in modes:
         fname = "run.trec" if len(modes) == 1 else f"run.{mode}.trec"
@@ -35,10 +49,11 @@ def write_results_folder(folder: str | Path, task: str, per_query: Mapping[str, 
         for q, row in per_query.items():
             fh.write(json.dumps({"query_id": q, **row}) + "\n")
     files["per_query"] = "per_query.jsonl"
-    results = {"harness_version": "synthetic", "task": {"name": task, "metrics": names},
+    results = {"schema_version": 2, "harness_version": "synthetic", "task": {"name": task, "metrics": names},
                "components": {"retriever": {"spec": retriever, "name": retriever}},
                "dataset": {"name": task, "modes": list(modes), "n_queries": {m: len(per_query) for m in modes}},
-               "metrics": metrics, "timings": {"total": 1.0}, "usage": usage or {}, "files": files}
+               "metrics": metrics, "uncertainty": uncertainty, "metric_details": dict(details or {}),
+               "timings": {"total": 1.0}, "usage": usage or {}, "files": files}
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return out
 
@@ -52,9 +67,11 @@ def write_suite_folder(folder: str | Path, suite: str, members: Mapping[str, Map
     for task, per_query in members.items():
         sub = out / task.replace(":", "_")
         write_results_folder(sub, task, per_query, **kwargs)
-        m = json.loads((sub / "results.json").read_text())["metrics"]
+        written = json.loads((sub / "results.json").read_text())
+        m = written["metrics"]
         member_metrics.append(m)
-        tasks[task] = {"metrics": m, "results": f"{task.replace(':', '_')}/results.json"}
+        tasks[task] = {"metrics": m, "uncertainty": written["uncertainty"], "metric_details": written["metric_details"],
+                       "results": f"{task.replace(':', '_')}/results.json"}
     names: list[str] = []
     for m in member_metrics:
         names += [k for k in m if k not in names]
@@ -62,9 +79,10 @@ def write_suite_folder(folder: str | Path, suite: str, members: Mapping[str, Map
     for n in names:
         vals = [m[n] for m in member_metrics if m.get(n) is not None]
         means[n] = sum(vals) / len(vals) if vals else None
-    results = {"harness_version": "synthetic", "task": {"name": suite, "tasks": list(members)},
+    results = {"schema_version": 2, "harness_version": "synthetic", "task": {"name": suite, "tasks": list(members)},
                "components": {"retriever": {"spec": kwargs.get("retriever", "synthetic")}},
-               "tasks": tasks, "metrics": means, "aggregation": "unweighted mean over member tasks"}
+               "tasks": tasks, "metrics": means, "uncertainty": {}, "metric_details": {},
+               "aggregation": "unweighted mean over member tasks"}
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return out
 
@@ -104,4 +122,22 @@ def ifir_like(root: str | Path, seed: int = 1) -> list[str]:
     for k, system in enumerate(["bm25", "e5"]):
         pq = {f"q{i}-L{lv}": {"nDCG@20": float(rng.uniform(0, 0.5 + 0.1 * k))} for i in range(8) for lv in (1, 2, 3)}
         folders.append(str(write_results_folder(Path(root) / system, "ifir:fiqa", pq, retriever=system)))
+    return folders
+
+
+BIRCO_TASKS = ["birco:arguana", "birco:wtb", "birco:clinical-trial", "birco:relic"]
+
+
+def birco_like(root: str | Path, seed: int = 2, systems: tuple[str, ...] = ("e5", "rerank")) -> list[str]:
+    """Suites of four BIRCO-style tasks whose metrics carry an uncertainty (SE over queries), one
+    folder per system. Returns the suite folders."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    folders = []
+    for k, system in enumerate(systems):
+        members = {t: {f"q{i}": {"birco-ndcg@10": float(rng.uniform(0.1 + 0.1 * k, 0.6 + 0.1 * k)),
+                                 "birco-recall@5": float(rng.uniform(0.0, 0.8))} for i in range(20)}
+                   for t in BIRCO_TASKS}
+        folders.append(str(write_suite_folder(Path(root) / system, "birco", members, retriever=system, se=True)))
     return folders

@@ -40,9 +40,7 @@ def main() -> int:
         os.environ["HARNESS_DATA"] = str(HERE.parents[1].parent / "shared" / "data")
     os.environ["HARNESS_AUTO_DOWNLOAD"] = "0"
     sys.path.insert(0, str(HERE))
-    import harness.llm
-    from harness.evaluation.pipeline import evaluate
-    from harness.plugins.host import PluginHost
+    from harness import PluginHost, evaluate
     from harness.testing import TestServer
 
     import harness_rankgpt
@@ -53,7 +51,6 @@ def main() -> int:
     for rep in range(args.repeat):
         with tempfile.TemporaryDirectory() as tmp, TestServer(reply=identity, latency=args.latency) as srv:
             os.environ["HARNESS_CACHE_DIR"] = tmp
-            harness.llm.reset()
             kw = dict(rerankers=["rankgpt"], llm=srv.spec("bench-model"), registry=host.registry, progress=False,
                       max_concurrency=args.concurrency)
             t = time.perf_counter()

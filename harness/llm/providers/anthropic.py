@@ -21,6 +21,7 @@ from harness.llm.providers.base import (
     resolve_key,
 )
 from harness.llm.types import ChatOptions, Message, Reply, TokenCounts
+from harness.runtime.extras import require
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 1024
@@ -44,6 +45,7 @@ class AnthropicProvider(BaseProvider):
         require_key: bool = True,
         max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> None:
+        require("anthropic", "anthropic", f"LLM provider {self.name!r}")  # the SDK, checked before any work
         super().__init__(model, base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_URL, timeout,
                          connect_timeout)
         self.default_max_tokens = int(max_tokens)

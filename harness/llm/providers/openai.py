@@ -17,6 +17,7 @@ from harness.llm.providers.base import (
     resolve_key,
 )
 from harness.llm.types import ChatOptions, Message, Reply, TokenCounts, TokenLogprob, TopLogprob
+from harness.runtime.extras import require
 
 OPENAI_URL = "https://api.openai.com/v1"
 
@@ -41,6 +42,7 @@ class OpenAIProvider(BaseProvider):
         organization: str | None = None,
         project: str | None = None,
     ) -> None:
+        require("openai", "openai", f"LLM provider {self.name!r}")  # the SDK, checked before any work
         super().__init__(model, base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL, timeout, connect_timeout)
         self.organization, self.project = organization, project
         env = api_key_env or self.key_env
@@ -157,6 +159,7 @@ class OpenAICompatibleProvider(OpenAIProvider):
                 f"openai-compatible:{model} needs base_url, e.g. "
                 f"openai-compatible:{model}:base_url=http://127.0.0.1:8000/v1"
             )
+        require("openai", "openai", f"LLM provider {self.name!r}")  # the SDK, checked before any work
         BaseProvider.__init__(self, model, base_url, timeout, connect_timeout)
         self.organization = self.project = None
         if api_key_env:

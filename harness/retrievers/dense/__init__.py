@@ -1,0 +1,30 @@
+"""Dense (bi-encoder) retrieval with sentence-transformers (public: see docs/api.md): the encoder
+base embedding plugins build on (:class:`DenseEncoder`: model resolution, prompt templates, the
+embedding cache, batching), the components, and the presets (query/document templates)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.runtime.exports import lazy_exports
+
+_EXPORTS = {
+    # components
+    "DenseRetriever": "harness.retrievers.dense.retriever",
+    "DenseReranker": "harness.retrievers.dense.retriever",
+    # the encoder base
+    "DenseEncoder": "harness.retrievers.dense.retriever",
+    "DEFAULT_MODEL": "harness.retrievers.dense.retriever",
+    # presets
+    "Preset": "harness.retrievers.dense.presets",
+    "PRESETS": "harness.retrievers.dense.presets",
+    "get_preset": "harness.retrievers.dense.presets",
+    "render": "harness.retrievers.dense.presets",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from harness.retrievers.dense.presets import PRESETS, Preset, get_preset, render  # noqa: F401
+    from harness.retrievers.dense.retriever import DEFAULT_MODEL, DenseEncoder, DenseReranker, DenseRetriever  # noqa: F401
+
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
+__all__ = sorted(_EXPORTS)

@@ -35,14 +35,11 @@ _DTYPE = np.dtype("<f4")
 
 
 def default_cache_dir() -> Path:
-    """``$HARNESS_CACHE_DIR/embeddings``, else ``$XDG_CACHE_HOME/harness/embeddings``
-    (``~/.cache/harness/embeddings`` when XDG_CACHE_HOME is unset)."""
-    root = os.environ.get("HARNESS_CACHE_DIR")
-    if root:
-        return Path(root).expanduser() / "embeddings"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "harness" / "embeddings"
+    """``embeddings/`` under the default cache root (:func:`harness.runtime.cachedir.default_cache_dir`:
+    ``$HARNESS_CACHE_DIR``, else ``$XDG_CACHE_HOME/harness``, else ``~/.cache/harness``)."""
+    from harness.runtime.cachedir import default_cache_dir as root
+
+    return root() / "embeddings"
 
 
 def text_key(role: str, template: str, text: str) -> bytes:

@@ -32,9 +32,10 @@ import numpy as np
 from harness.concepts.document import Document
 from harness.concepts.errors import HarnessError
 from harness.concepts.query import Query
-from harness.concepts.run import Run
+from harness.concepts.run import Run, strictly_decreasing
 from harness.retrievers.dense.cache import EmbeddingCache, text_key
 from harness.retrievers.dense.presets import PRESETS, Preset, detect_preset, get_preset, split_template
+from harness.runtime.extras import require
 from harness.runtime.progress import progress
 
 log = logging.getLogger("harness.dense")
@@ -183,8 +184,10 @@ class DenseEncoder:
         local_files_only: bool = False,
         show_progress: bool | None = None,
         label: str = "dense",
+        context: Any = None,
     ):
         self.label = label
+        self.progress_settings = getattr(context, "progress", None)
         if isinstance(preset, Preset):
             self.preset: Preset | None = preset
         elif preset is None:
@@ -208,6 +211,8 @@ class DenseEncoder:
         self._normalize_arg = normalize
         self.device = device
         self.use_cache = bool(cache)
+        if cache_dir is None and context is not None:  # the evaluation's cache root
+            cache_dir = str(Path(context.cache_dir) / "embeddings")
         self.cache_dir = cache_dir
         self.max_length = max_length if max_length is not None else (p.max_length if p else None)
         self.revision = revision
@@ -487,8 +492,8 @@ class DenseEncoder:
         chunk = max(16 * batch, 512) // batch * batch  # cache writes: one transaction per chunk
         # progress advances per encoded batch: a terminal bar for large jobs (or when asked), a plain
         # line every $HARNESS_PROGRESS_INTERVAL seconds in a log; HARNESS_PROGRESS=0 shows nothing
-        bar = progress(len(texts), f"{self.label}: encoding", unit="text", leave=True,
-                       enabled=self.show_progress is not False,
+        bar = progress(len(texts), f"{self.label}: encoding", settings=self.progress_settings, unit="text",
+                       leave=True, enabled=self.show_progress is not False,
                        min_total=0 if self.show_progress else chunk + 1)
         out: np.ndarray | None = None
         t = time.perf_counter()
@@ -592,6 +597,7 @@ class _DenseComponent:
     default_label = "dense"
 
     def __init__(self, label: str | None = None, **options: Any):
+        require("sentence_transformers", "dense", "dense retrieval")  # before any data is read
         self.encoder = DenseEncoder(label=label or self.default_label, **options)
 
     # help(), error hints and docs see DenseEncoder's arguments
@@ -681,18 +687,8 @@ class DenseReranker(_DenseComponent):
                 ranked = [(known[i], float(scores[i])) for i in order]
             floor = ranked[-1][1] if ranked else 0.0
             ranked += [(d, floor - 1.0 - i) for i, d in enumerate(unknown)]
-            out[qid] = _strictly_decreasing(ranked)
+            out[qid] = list(zip([d for d, _ in ranked], strictly_decreasing([x for _, x in ranked]), strict=True))
         return Run(out, name=run.name)
-
-
-def _strictly_decreasing(hits: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """Nudge each score that does not fall below its predecessor to the next float under it."""
-    out: list[tuple[str, float]] = []
-    for doc, score in hits:
-        if out and not score < out[-1][1]:
-            score = float(np.nextafter(out[-1][1], -np.inf))
-        out.append((doc, float(score)))
-    return out
 
 
 __all__ = ["DEFAULT_MODEL", "DenseEncoder", "DenseReranker", "DenseRetriever", "fingerprint_dir",

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.plugins.hookspecs import hookimpl
-from harness.plugins.lazy import lazy
+from harness import hookimpl, lazy
 
 __version__ = "0.1.0"
 
@@ -54,6 +53,8 @@ FILES: dict[str, tuple[str, int]] = {
 }
 
 DEFAULT_METRICS = ["birco-ndcg@10", "birco-recall@5"]
+#: the summary row `harness eval` prints (Task.table), as the paper: the bootstrap mean x100 (± SE)
+TABLE = [("nDCG@10", "birco-ndcg@10:estimate", 100), ("R@5", "birco-recall@5:estimate", 100)]
 
 _DESCRIPTIONS = {
     "doris-mae": "DORIS-MAE (dev set): abstracts meeting a multi-part CS research need",
@@ -70,7 +71,7 @@ def default_split(task: str) -> str:
 
 def task_files(task: str, split: str | None = None) -> list[Any]:
     """The task's files (data-folder relative) with source URL, sha256 and size."""
-    from harness.concepts.task import DataFile
+    from harness import DataFile
 
     split = split or default_split(task)
     names = [f"birco/{task}/{split}_set.pickle"]
@@ -84,7 +85,7 @@ def task_files(task: str, split: str | None = None) -> list[Any]:
 
 
 def birco_task(name: str) -> Any:
-    from harness.concepts.task import Task
+    from harness import Task
 
     split = default_split(name)
     return Task(
@@ -94,6 +95,7 @@ def birco_task(name: str) -> Any:
         description=f"BIRCO {_DESCRIPTIONS[name]}" + (" (dev set: the test set is not distributed here)"
                                                       if split == "dev" else ""),
         metrics=list(DEFAULT_METRICS),
+        table=list(TABLE),
         first_stage="candidates",
         depth=100_000,  # whole pools (Clinical-Trial up to 153, DORIS-MAE up to 138): never cut
         query_format="{text}",  # the objective travels in Query.instruction, for the +O protocols
@@ -103,7 +105,7 @@ def birco_task(name: str) -> Any:
 
 def birco_dev_task(name: str) -> Any:
     """``birco-dev:<name>``: the dev set, pool order as candidates, pairwise accuracy on its triplets."""
-    from harness.concepts.task import Task
+    from harness import Task
 
     return Task(name=f"birco-dev:{name}", dataset="birco", dataset_args={"task": name, "split": "dev"},
                 description=f"BIRCO dev set of {name}: triplet pairwise accuracy", first_stage="candidates",
@@ -112,11 +114,11 @@ def birco_dev_task(name: str) -> Any:
 
 
 def birco_suite() -> Any:
-    from harness.concepts.task import Task
+    from harness import Task
 
     files = [f for t in TEST_TASKS for f in task_files(t)]
     return Task(name="birco", tasks=[f"birco:{t}" for t in TEST_TASKS], metrics=list(DEFAULT_METRICS),
-                first_stage="candidates", depth=100_000, query_format="{text}", files=files,
+                table=list(TABLE), first_stage="candidates", depth=100_000, query_format="{text}", files=files,
                 description="BIRCO test suite: ArguAna, WhatsThatBook, Clinical-Trial, RELIC (DORIS-MAE's test set "
                             "is not available); unweighted mean over tasks")
 

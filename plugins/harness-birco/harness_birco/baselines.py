@@ -6,11 +6,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from harness.concepts.document import Document
-from harness.concepts.errors import DataError
-from harness.concepts.query import Query
-from harness.concepts.run import Run
-from harness.data.folder import file_identity, resolve
+from harness import Context, DataError, Document, Query, Run
 
 
 class RandomOrder:
@@ -36,12 +32,13 @@ class RankFile:
     the restricted unpickler). Queries of the run missing from the file are an error; the metrics check
     that each ranking is a permutation of the pool."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, context: Context | None = None):
         from .data import read_ranks
 
-        self.path = resolve(path)
+        data = Context.of(context).data
+        self.path = data.resolve(path)
         self.ranks = read_ranks(self.path)
-        self.identity = file_identity(self.path)
+        self.identity = data.file_identity(self.path)
 
     def rerank(self, queries: Mapping[str, Query], run: Run, corpus: Mapping[str, Document]) -> Run:
         missing = [q for q in run if q not in self.ranks]

@@ -15,13 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.concepts.dataset import Dataset
-from harness.concepts.document import Document
-from harness.concepts.errors import DataError
-from harness.concepts.qrels import Qrels
-from harness.concepts.query import Query
-from harness.concepts.run import Run
-from harness.data.folder import file_identity, resolve
+from harness import Context, DataError, Dataset, Document, Qrels, Query, Run
 
 from . import TASKS
 from .objectives import OBJECTIVES
@@ -111,7 +105,7 @@ def check_permutation(qid: str, ranking: list[str], pool: dict[str, Any], where:
 
 
 def load_birco(task: str = "arguana", split: str = "test", path: str | None = None,
-               e5: str | None = None) -> Dataset:
+               e5: str | None = None, context: Context | None = None) -> Dataset:
     """The BIRCO dataset ``task`` (``arguana``, ``clinical-trial``, ``relic``, ``wtb``, ``doris-mae``),
     ``split`` ``test`` (with the E5 order as candidates) or ``dev``. ``path``/``e5`` override the files
     (relative to the data folder unless absolute)."""
@@ -119,17 +113,18 @@ def load_birco(task: str = "arguana", split: str = "test", path: str | None = No
         raise DataError(f"unknown BIRCO task {task!r}; choose one of {', '.join(TASKS)}")
     if split not in ("test", "dev"):
         raise DataError(f"BIRCO split must be 'test' or 'dev', not {split!r}")
-    set_path = resolve(path or f"birco/{task}/{split}_set.pickle")
+    data = Context.of(context).data
+    set_path = data.resolve(path or f"birco/{task}/{split}_set.pickle")
     queries, corpus, qrel = read_set(set_path)
-    identity: dict[str, Any] = {"files": [file_identity(set_path)], "task": task, "split": split}
+    identity: dict[str, Any] = {"files": [data.file_identity(set_path)], "task": task, "split": split}
     missing = [q for q in queries if q not in qrel]
     if missing:
         raise DataError(f"{len(missing)} queries have no pool in 'qrel' (e.g. {missing[:3]})", set_path)
 
     if split == "test" or e5:
-        e5_path = resolve(e5 or f"birco/{task}/e5_rank.pickle")
+        e5_path = data.resolve(e5 or f"birco/{task}/e5_rank.pickle")
         ranks = read_ranks(e5_path)
-        identity["files"].append(file_identity(e5_path))
+        identity["files"].append(data.file_identity(e5_path))
         order = {}
         for q in queries:
             if q not in ranks:

@@ -5,9 +5,10 @@
 - ``birco-recall@k``: |top-k ∩ R| / |R| with R = {d : grade >= 1}; not capped by min(k, |R|); queries
   with an empty R are skipped (not scored 0).
 
-Each reports the plain mean over queries (``NAME``), and the bootstrap mean and standard error over
-1,000 resamples of the per-query values with numpy's legacy seed 42 (``NAME:bootstrap``, ``NAME:se``;
-the paper prints the bootstrap mean x100 ± SE), plus ``NAME:queries``. A ranking that is not a
+Each reports the plain mean over queries (``NAME``) as its value and, as the value's
+:class:`~harness.concepts.uncertainty.Uncertainty`, the bootstrap mean (``estimate``) and standard
+error (``se``) over 1,000 resamples of the per-query values with numpy's legacy seed 42, and the
+number of queries (``n``); the paper prints the bootstrap mean x100 ± SE. A ranking that is not a
 permutation of its query's pool (``qrel[qid]`` keys) is a :class:`harness.concepts.errors.DataError`.
 """
 
@@ -17,7 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.concepts.protocols import MetricInput, MetricResult
+from harness import MetricInput, MetricResult, Uncertainty
 
 from .data import check_permutation
 
@@ -62,7 +63,7 @@ class _BircoMetric:
         self.seed = int(seed)
         self.check = bool(check) if not isinstance(check, str) else check.lower() not in ("0", "false", "no")
         self.name = f"{self.family}@{self.cutoff}"
-        self.names = [self.name, f"{self.name}:bootstrap", f"{self.name}:se", f"{self.name}:queries"]
+        self.names = [self.name]
 
     def value(self, ranking: Sequence[str], grades: Mapping[str, float]) -> float | None:
         raise NotImplementedError
@@ -81,8 +82,12 @@ class _BircoMetric:
         vals = [v[self.name] for v in per.values()]
         mean = sum(vals) / len(vals) if vals else float("nan")
         bmean, se = bootstrap(vals, self.resamples, self.seed)
-        return MetricResult({self.name: mean, f"{self.name}:bootstrap": bmean, f"{self.name}:se": se,
-                             f"{self.name}:queries": float(len(vals))}, per)
+        unc = Uncertainty(se=se, n=len(vals), estimate=bmean, method=self.method)
+        return MetricResult({self.name: mean}, per, uncertainty={self.name: unc})
+
+    @property
+    def method(self) -> str:
+        return f"bootstrap, {self.resamples} resamples, seed {self.seed}"
 
     def config(self) -> dict[str, Any]:
         return {"metric": self.family, "cutoff": self.cutoff, "bootstrap_resamples": self.resamples,

@@ -18,14 +18,11 @@ bound; it is exact when every criteria reply yields that many).
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from harness.concepts.document import Document
-from harness.concepts.query import Query
-from harness.concepts.run import Run
+from harness import Context, Document, Query, Run
+from harness.llm import Item, PointwiseScorer, order_by_scores, user
 
 from . import __version__
 from .prompts import (
@@ -51,9 +48,8 @@ class _Pointwise:
     templates: list[str] = []
 
     def __init__(self, llm: str | None = None, objective: Any = True, temperature: float = 0.0,
-                 max_tokens: int | None = None, max_requirements: int = 5, depth: int | None = None):
-        from harness.llm import get_client
-
+                 max_tokens: int | None = None, max_requirements: int = 5, depth: int | None = None,
+                 context: Context | None = None):
         self.objective = _flag(objective)
         self.temperature = float(temperature)
         self.max_tokens = int(max_tokens) if max_tokens else None
@@ -64,11 +60,8 @@ class _Pointwise:
         defaults: dict[str, Any] = {"temperature": self.temperature}
         if self.max_tokens:
             defaults["max_tokens"] = self.max_tokens
-        self.client = get_client(llm, **defaults)
-        self._lock = threading.Lock()
-        self._stats: Counter[str] = Counter()
-        self._failures: dict[str, int] = {}
-        self._transport: Counter[str] = Counter()
+        self.client = Context.of(context).llm.client(llm, **defaults)
+        self.scorer = PointwiseScorer(self.client)
         self.last_scores: dict[str, dict[str, float]] = {}
         self.last_criteria: dict[str, str] = {}
 
@@ -82,93 +75,35 @@ class _Pointwise:
     def raw_query(query: Query) -> str:
         return query.meta.get("query", query.text)
 
-    def _score_replies(self, keys: list[Any], prompts: list[str]) -> dict[Any, float]:
-        """Send ``prompts`` (one user turn each) in a batch; score each; count what went wrong."""
-        from harness.llm import LLMError, user
+    @staticmethod
+    def _parse_score(reply: Any) -> tuple[float | None, tuple[str, ...]]:
+        return parse_score(reply.text), (("refused",) if reply.refused else ())
 
-        replies = self.client.map([[user(p)] for p in prompts]) if prompts else []
-        out: dict[Any, float] = {}
-        st: Counter[str] = Counter()
-        fails: Counter[str] = Counter()
-        transport: Counter[str] = Counter()
-        for key, reply in zip(keys, replies):
-            st["prompts"] += 1
-            if isinstance(reply, LLMError):
-                st["transport_failures"] += 1
-                transport[key[0]] += 1
-                out[key] = 0.0
-                continue
-            st["cache_hits" if reply.cached else "calls"] += 1
-            if reply.dry_run:
-                st["dry_run"] += 1
-                out[key] = 0.0
-                continue
-            if reply.refused:
-                st["refused"] += 1
-            value = parse_score(reply.text)
-            if value is None:
-                st["parse_failures"] += 1
-                fails[key[0]] += 1
-                value = 0.0
-            out[key] = value
-        with self._lock:
-            self._stats.update(st)
-            self._transport.update(transport)
-            for q, n in fails.items():
-                self._failures[q] = self._failures.get(q, 0) + n
-        return out
+    def _score_replies(self, keys: list[Any], prompts: list[str]) -> dict[Any, float]:
+        """One user turn per prompt; the number after ``SCORE:`` of each reply, 0 when there is none
+        (unparseable, refused, no reply, dry run), every such case counted."""
+        items = [Item(key, key[0], [user(p)]) for key, p in zip(keys, prompts)]
+        results = self.scorer.score(items, self._parse_score)
+        return {key: (res.value if res.ok else 0.0) for key, res in results.items()}
 
     def _criteria(self, queries: Mapping[str, Query], run: Run, corpus: Mapping[str, Document]
                   ) -> dict[str, tuple[str, bool]]:
         """One criteria call per query on its top passage: ``qid -> (criteria text, dry_run)``."""
-        from harness.llm import LLMError, user
-
-        qids = [q for q in run if run.doc_ids(q)]
-        prompts = []
-        for q in qids:
+        items = []
+        for q in (q for q in run if run.doc_ids(q)):
             query = queries.get(q) or Query(q, "")
             top = corpus.get(run.doc_ids(q)[0])
-            prompts.append(criteria_prompt(self.raw_query(query), top.text if top else "", self.objective_of(query)))
-        replies = self.client.map([[user(p)] for p in prompts]) if prompts else []
-        out: dict[str, tuple[str, bool]] = {}
-        st: Counter[str] = Counter()
-        transport: Counter[str] = Counter()
-        for q, reply in zip(qids, replies):
-            st["criteria_prompts"] += 1
-            if isinstance(reply, LLMError):
-                st["criteria_transport_failures"] += 1
-                transport[q] += 1
-                out[q] = ("", False)
-                continue
-            st["cache_hits" if reply.cached else "calls"] += 1
-            if reply.dry_run:
-                st["dry_run"] += 1
-                out[q] = ("", True)
-                continue
-            text = parse_criteria(reply.text)
-            if not text:
-                st["criteria_failures"] += 1
-            out[q] = (text, False)
-        with self._lock:
-            self._stats.update(st)
-            self._transport.update(transport)
-            self.last_criteria.update({q: c for q, (c, _) in out.items()})
+            prompt = criteria_prompt(self.raw_query(query), top.text if top else "", self.objective_of(query))
+            items.append(Item(q, q, [user(prompt)]))
+        results = self.scorer.score(items, lambda reply: parse_criteria(reply.text) or None, prefix="criteria_")
+        out = {q: (res.value or "", res.status == "dry_run") for q, res in results.items()}
+        self.last_criteria.update({q: c for q, (c, _) in out.items()})
         return out
 
     def _order(self, run: Run, scores: dict[str, dict[str, float]]) -> Run:
-        order = {}
-        for q in run:
-            docs = run.doc_ids(q)
-            head = docs[: self.depth] if self.depth else docs
-            tail = docs[len(head):]
-            rank = {d: i for i, d in enumerate(head)}
-            s = scores.get(q, {})
-            order[q] = sorted(head, key=lambda d: (-s.get(d, 0.0), rank[d])) + tail
-        with self._lock:
-            self.last_scores.update(scores)
-            self._stats["queries"] += len(order)
-            self._stats["pairs"] += sum(len(s) for s in scores.values())
-        return Run.from_order(order, run.name)
+        self.last_scores.update(scores)
+        self.scorer.count(queries=len(run), pairs=sum(len(s) for s in scores.values()))
+        return order_by_scores(run, scores, self.depth)
 
     def _pairs(self, run: Run) -> list[tuple[str, str]]:
         return [(q, d) for q in run for d in (run.doc_ids(q)[: self.depth] if self.depth else run.doc_ids(q))]
@@ -191,23 +126,12 @@ class _Pointwise:
         }
 
     def stats(self) -> dict[str, Any]:
-        with self._lock:
-            s = self._stats
-            out = {
-                "queries": s["queries"], "pairs": s["pairs"], "prompts": s["prompts"] + s["criteria_prompts"],
-                "calls": s["calls"], "cache_hits": s["cache_hits"],
-                "parse_failures": s["parse_failures"], "refused": s["refused"], "dry_run": s["dry_run"],
-                "failures_per_query": dict(self._failures),
-                "transport_failures": s["transport_failures"] + s["criteria_transport_failures"],
-                "transport_failures_per_query": dict(self._transport),
-            }
-            if self.protocol in ("reason", "subtask"):
-                out.update({"criteria_prompts": s["criteria_prompts"], "criteria_failures": s["criteria_failures"],
-                            "criteria_transport_failures": s["criteria_transport_failures"]})
-            if self.protocol == "subtask":
-                out["requirements"] = s["requirements"]
-                out["requirement_prompts"] = s["prompts"]
-            return out
+        """Queries, pairs, prompts scored (``items``; criteria prompts apart, ``criteria_items``), calls,
+        cache hits, unparseable replies (``parse_failures``, ``criteria_parse_failures``), refusals,
+        dry-run placeholders and transport failures, with the per-query counts."""
+        return self.scorer.stats("queries", "pairs", "refused", *(
+            ("criteria_items", "criteria_parse_failures") if self.protocol in ("reason", "subtask") else ()),
+            *(("requirements",) if self.protocol == "subtask" else ()))
 
 
 class ScoreReranker(_Pointwise):
@@ -271,8 +195,7 @@ class SubtaskReranker(_Pointwise):
             query = queries.get(q) or Query(q, "")
             text, dry = criteria.get(q, ("", False))
             reqs[q] = self.requirements(query, text, dry)
-        with self._lock:
-            self._stats["requirements"] += sum(len(r) for r in reqs.values())
+        self.scorer.count(requirements=sum(len(r) for r in reqs.values()))
         keys, prompts = [], []
         for q, d in self._pairs(run):
             query = queries.get(q) or Query(q, "")

@@ -56,7 +56,8 @@ class BircoRankGPT(RankGPT):
                 "windows": "BIRCO: back to front, last window aligned with the top (birco_windows)"}
 
 
-def make_birco_rank(llm: str | None = None, objective: Any = True, **overrides: Any) -> BircoRankGPT:
+def make_birco_rank(llm: str | None = None, objective: Any = True, context: Any = None, **overrides: Any
+                    ) -> BircoRankGPT:
     """``birco-rank[:objective=true|false,...]``; any other rankgpt option (``max_words``, ``max_tokens``,
     ``temperature``...) may be given and overrides BIRCO's setting."""
     options: dict[str, Any] = {
@@ -65,4 +66,4 @@ def make_birco_rank(llm: str | None = None, objective: Any = True, **overrides: 
         "zero_based": True, "escape_brackets": True, "parser": "brackets",
     }
     options.update(overrides)
-    return BircoRankGPT(llm=llm, **options)
+    return BircoRankGPT(llm=llm, context=context, **options)

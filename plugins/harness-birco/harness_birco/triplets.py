@@ -17,7 +17,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from harness.concepts.protocols import MetricInput, MetricResult
+from harness import MetricInput, MetricResult
 
 RULES = ("auto", "binary", "graded", "doris")
 
@@ -68,7 +68,7 @@ class PairwiseAccuracy:
         if rule not in RULES:
             raise ValueError(f"unknown triplet rule {rule!r}; choose one of {RULES}")
         self.rule, self.sample, self.seed = rule, int(sample), int(seed)
-        self.names = ["birco-pairwise", "birco-pairwise:triplets"]
+        self.names = ["birco-pairwise"]
 
     def compute(self, inp: MetricInput) -> MetricResult:
         (mode,) = inp.runs
@@ -82,8 +82,9 @@ class PairwiseAccuracy:
             per.setdefault(q, []).append(float(r.get(p, inf) < r.get(n, inf)))
         vals = [v for vs in per.values() for v in vs]
         acc = sum(vals) / len(vals) if vals else float("nan")
-        return MetricResult({"birco-pairwise": acc, "birco-pairwise:triplets": float(len(vals))},
-                            {q: {"birco-pairwise": sum(v) / len(v)} for q, v in per.items()})
+        return MetricResult({"birco-pairwise": acc},
+                            {q: {"birco-pairwise": sum(v) / len(v)} for q, v in per.items()},
+                            details={"birco-pairwise:triplets": float(len(vals))})
 
     def config(self) -> dict[str, Any]:
         return {"metric": "birco-pairwise", "rule": self.rule, "sample": self.sample, "seed": self.seed}

@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.concepts.errors import DataError
+from harness import DataError
 
 #: globals admitted, (module, name); none of them is ever imported
 SCALAR = {("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar")}

@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from harness.concepts.errors import DataError
-from harness.evaluation.pipeline import evaluate
+from harness import DataError, evaluate
 
 import harness_birco
 from harness_birco.data import load_birco, read_ranks, read_set
@@ -21,12 +20,14 @@ SIZES = {"arguana": (100, 50, 51), "clinical-trial": (50, 40, 153), "relic": (10
 def test_e5_figures_reproduced_through_evaluate(birco_dir, task):
     res = evaluate(f"birco:{task}", progress=False)
     ndcg, r5 = PAPER_E5[task]
-    m = res.metrics
-    assert abs(m["birco-ndcg@10:bootstrap"] * 100 - ndcg) <= m["birco-ndcg@10:se"] * 100
-    assert abs(m["birco-recall@5:bootstrap"] * 100 - r5) <= m["birco-recall@5:se"] * 100
+    u = res.uncertainty
+    assert set(res.metrics) == {"birco-ndcg@10", "birco-recall@5"}  # no SE or count among the metrics
+    assert abs(u["birco-ndcg@10"].estimate * 100 - ndcg) <= u["birco-ndcg@10"].se * 100
+    assert abs(u["birco-recall@5"].estimate * 100 - r5) <= u["birco-recall@5"].se * 100
     # in fact the bootstrap means round to the printed figures exactly
-    assert round(m["birco-ndcg@10:bootstrap"] * 100, 1) == ndcg
-    assert round(m["birco-recall@5:bootstrap"] * 100, 1) == r5
+    assert round(u["birco-ndcg@10"].estimate * 100, 1) == ndcg
+    assert round(u["birco-recall@5"].estimate * 100, 1) == r5
+    assert u["birco-ndcg@10"].method == "bootstrap, 1000 resamples, seed 42"
 
 
 @pytest.mark.parametrize("task", sorted(SIZES))
@@ -52,7 +53,7 @@ def test_doris_mae_dev_fractional(birco_dir):
     assert len(ds.queries["default"]) == 40
     assert any(0 < g < 1 for g in grades) and all(isinstance(g, float) for g in grades)
     res = evaluate("birco:doris-mae", progress=False)
-    assert res.metrics["birco-recall@5:queries"] < 40  # queries without a grade >= 1 are skipped
+    assert res.uncertainty["birco-recall@5"].n < 40  # queries without a grade >= 1 are skipped
 
 
 def test_dev_sets_load(birco_dir):
@@ -105,8 +106,8 @@ def test_bad_task_and_ranks_file(birco_dir, tmp_path):
 def test_suite_and_rank_file(birco_dir, tmp_path):
 
     res = evaluate("birco", progress=False, limit=5)
-    assert set(res.results) == {f"birco:{t}" for t in harness_birco.TEST_TASKS}
-    vals = [r.metrics["birco-ndcg@10"] for r in res.results.values()]
+    assert set(res.members) == {f"birco:{t}" for t in harness_birco.TEST_TASKS}
+    vals = [r.metrics["birco-ndcg@10"] for r in res.members.values()]
     assert res.metrics["birco-ndcg@10"] == pytest.approx(sum(vals) / len(vals))
     # a rank file in BIRCO's format holding the E5 order scores exactly as the candidates
     from harness_birco.unpickler import load

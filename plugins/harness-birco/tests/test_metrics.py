@@ -5,11 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from harness.concepts.dataset import Dataset
-from harness.concepts.errors import DataError
-from harness.concepts.protocols import MetricInput
-from harness.concepts.qrels import Qrels
-from harness.concepts.run import Run
+from harness import DataError, Dataset, MetricInput, Qrels, Run, Uncertainty
 
 from harness_birco.baselines import RandomOrder
 from harness_birco.metrics import BircoNDCG, BircoRecall, bootstrap, ndcg, recall
@@ -51,15 +47,16 @@ def test_metric_objects_keys_and_bootstrap():
     qrels = {"q1": grades, "q2": {"A": 1, "B": 0}, "q3": {"A": 0.5, "B": 0}}
     run = {"q1": ranking, "q2": ["B", "A"], "q3": ["A", "B"]}
     res = BircoNDCG(cutoff=10).compute(_input(run, qrels))
-    assert set(res.aggregate) == {"birco-ndcg@10", "birco-ndcg@10:bootstrap", "birco-ndcg@10:se",
-                                  "birco-ndcg@10:queries"}
+    assert set(res.aggregate) == {"birco-ndcg@10"}  # the bootstrap is the value's uncertainty, not a metric
     vals = [ndcg(ranking, grades), 1 / math.log2(3), 1.0]
     assert res.aggregate["birco-ndcg@10"] == pytest.approx(sum(vals) / 3)
     b, se = bootstrap(vals)
-    assert res.aggregate["birco-ndcg@10:bootstrap"] == b and res.aggregate["birco-ndcg@10:se"] == se
+    u = res.uncertainty["birco-ndcg@10"]
+    assert u == Uncertainty(se=se, n=3, estimate=b, method="bootstrap, 1000 resamples, seed 42")
+    assert u.ci95 is None and set(res.uncertainty) == {"birco-ndcg@10"}
     assert bootstrap(vals) == (b, se)  # seeded: repeatable
     rec = BircoRecall(cutoff=5).compute(_input(run, qrels))
-    assert rec.aggregate["birco-recall@5:queries"] == 2  # q3 has no grade >= 1
+    assert rec.uncertainty["birco-recall@5"].n == 2  # q3 has no grade >= 1
     assert set(rec.per_query) == {"q1", "q2"}
 
 

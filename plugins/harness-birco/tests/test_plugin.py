@@ -5,12 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import harness.llm
 import pytest
-from harness.evaluation.pipeline import evaluate
-from harness.plugins.host import PluginHost
-from harness.testing import ScriptedReply
-from harness.testing.llm_server import TestServer
+from harness import PluginHost, evaluate
+from harness.testing import ScriptedReply, TestServer
 
 
 def test_registered_through_entry_point():
@@ -40,23 +37,20 @@ def test_failed_calls_score_zero_and_are_counted(birco_dir):
         return ScriptedReply(status=400, error="context length exceeded") if "Passage: " in last and \
             len(last) % 5 == 0 else "SCORE: 2"
 
-    try:
-        with TestServer(reply=reply) as srv:
-            res = evaluate("birco:relic", rerankers=["birco-score"], llm=srv.spec("err"), limit=1, progress=False)
-            st = res.components["rerankers"][0]["stats"]
-            # a 400 is a transport failure: no reply, so the method was not applied to that pair
-            assert st["transport_failures"] > 0 and st["transport_failures"] + st["calls"] == st["pairs"]
-            assert sum(st["transport_failures_per_query"].values()) == st["transport_failures"]
-            assert st["parse_failures"] == 0 and st["failures_per_query"] == {}
-            # ... and the run says so: INCOMPLETE, with the provider's message
-            assert not res.complete
-            report = res.llm_failures
-            assert report["failed"] == st["transport_failures"] == res.usage["total"]["failures"]
-            assert report["kinds"] == {"BadRequest 400": st["transport_failures"]}
-            assert "context length exceeded" in report["examples"][0]["message"]
-            assert report["per_query"] == st["transport_failures_per_query"]
-    finally:
-        harness.llm.reset()
+    with TestServer(reply=reply) as srv:
+        res = evaluate("birco:relic", rerankers=["birco-score"], llm=srv.spec("err"), limit=1, progress=False)
+        st = res.components["rerankers"][0]["stats"]
+        # a 400 is a transport failure: no reply, so the method was not applied to that pair
+        assert st["transport_failures"] > 0 and st["transport_failures"] + st["calls"] == st["pairs"]
+        assert sum(st["transport_failures_per_query"].values()) == st["transport_failures"]
+        assert st["parse_failures"] == 0 and st["failures_per_query"] == {}
+        # ... and the run says so: INCOMPLETE, with the provider's message
+        assert not res.complete
+        report = res.llm_failures
+        assert report["failed"] == st["transport_failures"] == res.usage["total"]["failures"]
+        assert report["kinds"] == {"BadRequest 400": st["transport_failures"]}
+        assert "context length exceeded" in report["examples"][0]["message"]
+        assert report["per_query"] == st["transport_failures_per_query"]
 
 
 def test_random_baseline_reranker(birco_dir):

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from harness.concepts.dataset import Dataset
-from harness.concepts.protocols import MetricInput
-from harness.concepts.qrels import Qrels
-from harness.concepts.run import Run
-from harness.evaluation.pipeline import evaluate
+from harness import Dataset, MetricInput, Qrels, Run, evaluate
 
 from harness_birco.triplets import PairwiseAccuracy, extract_triplets, pick_rule, query_triplets
 
@@ -29,9 +25,10 @@ def test_pairwise_accuracy():
     ds = Dataset.single("t", {}, {}, qrels)
     run = Run.from_order({"q": ["b", "a", "c"]})
     res = PairwiseAccuracy().compute(MetricInput({"default": run}, {"default": qrels}, ds))
-    assert res.aggregate["birco-pairwise"] == pytest.approx(2 / 3) and res.aggregate["birco-pairwise:triplets"] == 3
+    assert res.aggregate == {"birco-pairwise": pytest.approx(2 / 3)} and res.details["birco-pairwise:triplets"] == 3
 
 
 def test_dev_tasks(birco_dir):
     res = evaluate("birco-dev:clinical-trial", progress=False)
-    assert 0 <= res.metrics["birco-pairwise"] <= 1 and res.metrics["birco-pairwise:triplets"] > 100
+    assert 0 <= res.metrics["birco-pairwise"] <= 1 and res.metric_details["birco-pairwise:triplets"] > 100
+    assert "birco-pairwise:triplets" not in res.metrics

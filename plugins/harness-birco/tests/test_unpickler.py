@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 import pytest
-from harness.concepts.errors import DataError
+from harness import DataError
 
 from harness_birco import unpickler
 from harness_birco.data import read_ranks, read_set
@@ -141,7 +141,7 @@ def test_dtype_state_attack_does_not_crash_a_process(tmp_path):
     """Run in a fresh interpreter: the reader refuses it, exits normally and never imports numpy."""
     path = tmp_path / "attack.pickle"
     path.write_bytes(DTYPE_ATTACK)
-    code = ("import sys\nfrom harness.concepts.errors import DataError\nfrom harness_birco.unpickler import load\n"
+    code = ("import sys\nfrom harness import DataError\nfrom harness_birco.unpickler import load\n"
             f"try:\n    load({str(path)!r})\nexcept DataError as e:\n    print('refused:', e)\n"
             "print('numpy imported:', 'numpy' in sys.modules)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

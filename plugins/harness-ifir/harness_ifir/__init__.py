@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.plugins.hookspecs import hookimpl
+from harness import hookimpl
 
 __version__ = "0.1.0"
 
@@ -34,23 +34,24 @@ SUBSETS: dict[str, tuple[str, bool]] = {
 TASK_METRICS = ["nDCG@20", "instfol"]
 
 
-def load_dataset(subset: str = "fiqa", path: str | None = None, levels: Any = None, name: str | None = None) -> Any:
+def load_dataset(subset: str = "fiqa", path: str | None = None, levels: Any = None, name: str | None = None,
+                 context: Any = None) -> Any:
     """Factory of the ``ifir`` datasets (see :func:`harness_ifir.data.load_ifir`)."""
     from .data import load_ifir
 
-    return load_ifir(subset, path=path, levels=levels, name=name)
+    return load_ifir(subset, path=path, levels=levels, name=name, context=context)
 
 
 def _dataset_factory(subset: str):
-    def factory(path: str | None = None, levels: Any = None) -> Any:
-        return load_dataset(subset, path=path, levels=levels)
+    def factory(path: str | None = None, levels: Any = None, context: Any = None) -> Any:
+        return load_dataset(subset, path=path, levels=levels, context=context)
 
     factory.__name__ = factory.__qualname__ = f"load_ifir_{subset}"
     return factory
 
 
 def make_task(subset: str) -> Any:
-    from harness.concepts.task import Task
+    from harness import Task
 
     desc, leveled = SUBSETS[subset]
     return Task(
@@ -66,18 +67,18 @@ def make_task(subset: str) -> Any:
 
 
 def make_suite() -> Any:
-    from harness.concepts.task import Task
+    from harness import Task
 
     return Task(name="ifir", description="IFIR-EVAL: the seven subsets (mean over subsets)",
                 tasks=[f"ifir:{s}" for s in SUBSETS], metrics=list(TASK_METRICS), first_stage="retrieve",
                 source="harness-ifir")
 
 
-def instfol_judge(**options: Any) -> Any:
+def instfol_judge(context: Any = None, **options: Any) -> Any:
     """Factory of the ``instfol`` judge (:class:`harness_ifir.judge.InstfolJudge`)."""
     from .judge import InstfolJudge
 
-    return InstfolJudge(**options)
+    return InstfolJudge(context=context, **options)
 
 
 def instfol_metric(**options: Any) -> Any:

@@ -26,29 +26,26 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.concepts.dataset import Dataset
-from harness.concepts.document import Document
-from harness.concepts.errors import DataError
-from harness.concepts.qrels import Qrels
-from harness.concepts.query import Query
-from harness.data.folder import POINT_ELSEWHERE, file_identity, iter_lines, locate, missing_message, open_text
+from harness import Context, DataError, DataFolder, Dataset, Document, Qrels, Query
+from harness.formats import iter_lines, open_text
 
 MODES = ("query", "instructed")
 RELEASE = "IFIR-EVAL (anonymous ACL submission release; SighingSnow/IFIR layout)"
 
 
-def subset_dir(subset: str, path: str | None = None) -> Path:
+def subset_dir(subset: str, path: str | None = None, data: DataFolder | None = None) -> Path:
     """The subset's folder: ``path`` when given (absolute, or relative to the data folder), else
     ``<data folder>/ifir/<subset>``. Raises :class:`DataError` saying where it looked."""
+    data = data or Context.of(None).data
     rel = path if path else f"ifir/{subset}"
-    full = locate(rel)
+    full = data.locate(rel)
     if not full.is_dir():
         absolute = Path(rel).expanduser().is_absolute()
         remedy = (f"IFIR-EVAL is not published for download, so harness cannot fetch it: put the subset's folder "
                   f"there ({subset}-corpus.jsonl and test_data.json, as released; see docs/ifir.md)")
         if not absolute:
-            remedy += f", or point to a data folder that holds ifir/{subset}/ with {POINT_ELSEWHERE}"
-        msg = missing_message(rel, full, what=f"IFIR-EVAL subset {subset!r}", remedy=remedy + ".")
+            remedy += f", or point to a data folder that holds ifir/{subset}/ with {data.point_elsewhere}"
+        msg = data.missing_message(rel, full, what=f"IFIR-EVAL subset {subset!r}", remedy=remedy + ".")
         raise DataError(msg + (f". {remedy}." if absolute else ""))
     return full
 
@@ -128,9 +125,11 @@ def read_test_data(path: Path, subset: str, levels: set[int] | None = None
     return queries, Qrels(qrels)
 
 
-def load_ifir(subset: str, path: str | None = None, levels: Any = None, name: str | None = None) -> Dataset:
+def load_ifir(subset: str, path: str | None = None, levels: Any = None, name: str | None = None,
+              context: Context | None = None) -> Dataset:
     """Load one IFIR-EVAL subset (``levels``: e.g. ``3`` or ``"2,3"`` keeps those levels only)."""
-    folder = subset_dir(subset, path)
+    data = Context.of(context).data
+    folder = subset_dir(subset, path, data)
     corpus_file = folder / f"{subset}-corpus.jsonl"
     test_file = folder / "test_data.json"
     for f in (corpus_file, test_file):
@@ -149,7 +148,7 @@ def load_ifir(subset: str, path: str | None = None, levels: Any = None, name: st
         corpus=corpus,
         queries=queries,
         qrels={m: qrels for m in MODES},
-        identity={"release": RELEASE, "subset": subset, "files": [file_identity(p) for p in files],
+        identity={"release": RELEASE, "subset": subset, "files": [data.file_identity(p) for p in files],
                   **({"levels": sorted(_levels(levels) or [])} if levels else {})},
         meta={"ifir_subset": subset, "levels": found_levels},
     )

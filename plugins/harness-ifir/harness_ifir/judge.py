@@ -19,15 +19,11 @@ call, identical requests are sent once too.
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from harness.concepts.document import Document
-from harness.concepts.judgment import Judgment, Judgments
-from harness.concepts.query import Query
-from harness.concepts.run import Run
+from harness import Context, Document, Judgment, Judgments, Query, Run
+from harness.llm import Item, PointwiseScorer
 
 from . import __version__
 from .prompts import TemplateSet
@@ -55,17 +51,14 @@ class InstfolJudge:
 
     def __init__(self, llm: str | None = None, depth: int = 20, prompts: str | None = None, prompt: str | None = None,
                  temperature: float = 0.0, top_p: float | None = 0.7, top_logprobs: int = 10, min_prob: float = 0.01,
-                 max_score: int = 3, max_chars: int | None = None, max_tokens: int | None = None):
-        from harness.llm import get_client
-
+                 max_score: int = 3, max_chars: int | None = None, max_tokens: int | None = None,
+                 context: Context | None = None):
         self.depth, self.top_logprobs, self.min_prob = int(depth), int(top_logprobs), float(min_prob)
         self.max_score, self.max_chars, self.max_tokens = int(max_score), max_chars, max_tokens
         self.templates = TemplateSet(prompts, prompt)
         self.temperature, self.top_p = float(temperature), (None if top_p is None else float(top_p))
-        self.client = get_client(llm, temperature=self.temperature, top_p=self.top_p)
-        self._lock = threading.Lock()
-        self._stats: Counter[str] = Counter()
-        self._transport: Counter[str] = Counter()
+        self.client = Context.of(context).llm.client(llm, temperature=self.temperature, top_p=self.top_p)
+        self.scorer = PointwiseScorer(self.client)
 
     def request(self, query: Query, doc: Document) -> tuple[str, dict[str, Any]]:
         tpl = self.templates.for_meta(query.meta)
@@ -75,63 +68,48 @@ class InstfolJudge:
             req["max_tokens"] = int(self.max_tokens)
         return tpl.name, req
 
-    def judge(self, queries: Mapping[str, Query], run: Run, corpus: Mapping[str, Document]) -> Judgments:
+    def _geval(self, reply: Any) -> Any:
         from .geval import geval_score
 
+        return geval_score(reply.text, reply.logprobs, max_score=self.max_score, min_prob=self.min_prob)
+
+    def _parse(self, reply: Any) -> tuple[Any, tuple[str, ...]]:
+        scored = self._geval(reply)
+        if scored.score is None:
+            return None, ()
+        return scored, (("fallback",) if "fallback" in scored.details else ())
+
+    def judge(self, queries: Mapping[str, Query], run: Run, corpus: Mapping[str, Document]) -> Judgments:
         out = Judgments()
-        st: Counter[str] = Counter()
-        transport: Counter[str] = Counter()
-        pairs: list[tuple[str, str, str]] = []  # (qid, docid, request key)
-        unique: dict[str, tuple[str, dict[str, Any]]] = {}
+        items, names, missing = [], {}, []
         for qid in run:
             query = queries.get(qid) or Query(qid, "")
             for d in run.doc_ids(qid)[: self.depth]:
-                st["pairs"] += 1
                 doc = corpus.get(d)
                 if doc is None:
-                    out.add(Judgment(qid, d, None, {"error": "document not in the corpus"}))
-                    st["failed"] += 1
+                    missing.append((qid, d))
                     continue
-                name, req = self.request(query, doc)
-                key = f"{name}\x00{req['messages'][-1]['content']}"
-                unique.setdefault(key, (name, req))
-                pairs.append((qid, d, key))
-        keys = list(unique)
-        replies = dict(zip(keys, self.client.map(unique[k][1] for k in keys)))
-        for qid, d, key in pairs:
-            reply, name = replies[key], unique[key][0]
-            if isinstance(reply, Exception):
-                err = reply.as_dict() if hasattr(reply, "as_dict") else {"message": str(reply)}
-                out.add(Judgment(qid, d, None, {"error": f"LLM call failed: {type(reply).__name__}", "llm_error": err,
-                                                "template": name}))
-                st["transport_failures"] += 1
-                transport[qid] += 1
-                st["failed"] += 1
-                continue
-            scored = geval_score(reply.text, reply.logprobs, max_score=self.max_score, min_prob=self.min_prob)
-            details = {**scored.details, "template": name, "reply": reply.text, "model": reply.model,
-                       "cached": reply.cached}
-            if reply.fallback and "fallback" in details:
-                details["fallback"] = reply.fallback
-            if reply.dry_run:
-                details = {"error": "dry run: nothing was sent", "template": name}
-                scored.score = None
-                st["dry_run"] += 1
-            elif scored.score is None:
-                st["unparseable"] += 1
-            if scored.score is None:
-                st["failed"] += 1
-            elif "fallback" in details:
-                st["fallback"] += 1
-            out.add(Judgment(qid, d, scored.score, details))
-        # counted per reply actually fetched, not per pair
-        for key in keys:
-            r = replies[key]
-            if not isinstance(r, Exception):
-                st["cache_hits" if r.cached else "calls"] += 1
-        with self._lock:
-            self._stats.update(st)
-            self._transport.update(transport)
+                names[(qid, d)], req = self.request(query, doc)
+                items.append(Item((qid, d), qid, req))
+        for qid, d in missing:
+            out.add(Judgment(qid, d, None, {"error": "document not in the corpus"}))
+        self.scorer.count(pairs=len(items) + len(missing), missing_documents=len(missing))
+        for (qid, d), res in self.scorer.score(items, self._parse).items():
+            name = names[(qid, d)]
+            if res.status == "transport":
+                out.add(Judgment(qid, d, None, {"error": f"LLM call failed: {type(res.error).__name__}",
+                                                "llm_error": res.error.as_dict(), "template": name}))
+            elif res.status == "dry_run":
+                out.add(Judgment(qid, d, None, {"error": "dry run: nothing was sent", "template": name}))
+            else:
+                reply = res.reply
+                scored = res.value if res.ok else self._geval(reply)  # unparseable: its details say why
+                details = {**scored.details, "template": name, "reply": reply.text, "model": reply.model,
+                           "cached": reply.cached}
+                if reply.fallback and "fallback" in details:
+                    details["fallback"] = reply.fallback
+                out.add(Judgment(qid, d, scored.score, details))
+        self.scorer.count(failed=sum(1 for j in out.values() if j.score is None))
         return out
 
     def config(self) -> dict[str, Any]:
@@ -145,8 +123,9 @@ class InstfolJudge:
                          "no logprobs -> parsed integer (fallback recorded); unparseable -> failed (None)"}
 
     def stats(self) -> dict[str, Any]:
-        with self._lock:
-            s = self._stats
-            return {**{k: s[k] for k in ("pairs", "calls", "cache_hits", "unparseable", "failed", "fallback",
-                                         "dry_run", "transport_failures")},
-                    "transport_failures_per_query": dict(self._transport)}
+        """Pairs judged, requests (``items``), calls, cache hits, unparseable replies
+        (``parse_failures``), judgments without a score for any reason (``failed``), judgments scored
+        from the parsed integer (``fallback``), dry-run
+        placeholders, documents missing from the corpus and transport failures, with the per-query
+        counts (:class:`harness.llm.PointwiseScorer`)."""
+        return self.scorer.stats("pairs", "failed", "fallback", "missing_documents")

@@ -12,7 +12,9 @@ is dropped from both. Then
 Per level: the mean over that level's queries x 100 (``instfol_L1`` ...). ``instfol`` is the mean of
 the level values (a subset's score; for subsets without levels, the mean over queries). A suite (``ifir``)
 then averages ``instfol`` over subsets. ``pooled=true`` instead pools each level's kept scores and
-computes one ratio per level. Queries with no position left are skipped and counted.
+computes one ratio per level. Queries with no position left are skipped and counted: the counts
+(``instfol_queries``, ``instfol_queries_skipped``, ``instfol_positions_dropped``) are the result's
+``details``, not metrics.
 """
 
 from __future__ import annotations
@@ -21,8 +23,7 @@ import math
 import sys
 from typing import Any
 
-from harness.concepts.errors import HarnessError
-from harness.concepts.protocols import MetricInput, MetricResult
+from harness import HarnessError, MetricInput, MetricResult
 
 
 def instfol_ratio(mean_inst: float, mean_q: float, max_score: float = 3.0) -> float:
@@ -123,10 +124,9 @@ class Instfol:
         if None in values and leveled:
             agg[f"{self.key}_L0"] = values[None]
         agg[self.key] = sum(values.values()) / len(values) if values else float("nan")
-        agg[f"{self.key}_queries"] = float(sum(len(v) for v in groups.values()))
-        agg[f"{self.key}_queries_skipped"] = float(skipped)
-        agg[f"{self.key}_positions_dropped"] = float(dropped)
-        return MetricResult(agg, per_query)
+        details = {f"{self.key}_queries": float(sum(len(v) for v in groups.values())),
+                   f"{self.key}_queries_skipped": float(skipped), f"{self.key}_positions_dropped": float(dropped)}
+        return MetricResult(agg, per_query, details=details)
 
     def config(self) -> dict[str, Any]:
         return {"metric": "instfol", "cutoff": self.cutoff, "pooled": self.pooled, "base": self.base,

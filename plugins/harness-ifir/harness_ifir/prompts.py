@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from harness.concepts.errors import HarnessError
+from harness import HarnessError
 
 VERSION = "v1"
 LEVELED = ("fiqa", "scifact_open", "aila", "pm")

@@ -24,29 +24,22 @@ if str(PLUGIN_ROOT) not in sys.path:  # the tests also run without the distribut
 
 @pytest.fixture(autouse=True)
 def _ifir_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    import harness.llm
-    from harness.data import folder as hdata
-
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HARNESS_AUTO_DOWNLOAD", "0")
     monkeypatch.delenv("HARNESS_DATA_URL", raising=False)
     monkeypatch.setenv("HARNESS_DATA", str(FIXTURE))
     for var in ("HARNESS_PLUGINS", "HARNESS_BLOCK_PLUGINS", "HARNESS_DISABLE_PLUGIN_AUTOLOAD", "HARNESS_LLM"):
         monkeypatch.delenv(var, raising=False)
-    hdata.set_data_dir(None)
-    harness.llm.reset()
-    yield
-    harness.llm.reset()
+    yield  # (the environment is read when a context is made: nothing else to reset)
 
 
 @pytest.fixture
 def registry():
-    from harness.plugins import host as plugins
+    from harness import PluginHost
 
     import harness_ifir
 
-    host = plugins.PluginHost()
+    host = PluginHost()
     if "ifir:fiqa" not in host.registry.components["task"]:
         host.register_plugin(harness_ifir, "harness-ifir")
     yield host.registry
-    plugins.reset()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from harness.concepts.errors import DataError, HarnessError
+from harness import DataError, HarnessError
 
 from harness_ifir import SUBSETS
 from harness_ifir.data import load_ifir
@@ -65,19 +65,21 @@ def test_registered_tasks_and_suite(registry):
         registry.create("dataset", "ifir:cds")  # not in the fixture
 
 
-def _cli(registry, monkeypatch, *args):
+def _cli(*args):
+    """The real CLI, which loads the installed plugins (as a user's shell does)."""
     from click.testing import CliRunner
+    from harness import PluginHost
     from harness.cli import cli
-    from harness.plugins import host as plugins
 
-    monkeypatch.setattr(plugins, "get_registry", lambda *a, **k: registry)
+    if "ifir:fiqa" not in PluginHost().registry.components["task"]:
+        pytest.skip("the CLI sees installed plugins only: pip install -e plugins/harness-ifir --no-deps")
     return CliRunner().invoke(cli, list(args))
 
 
-def test_missing_subset_suggests_what_works(registry, tmp_path, monkeypatch):
+def test_missing_subset_suggests_what_works(tmp_path, monkeypatch):
     """The message names the folder and the layout; it suggests no download (there is none to run)."""
     monkeypatch.setenv("HARNESS_DATA", str(tmp_path))
-    res = _cli(registry, monkeypatch, "eval", "--task", "ifir:fiqa")
+    res = _cli("eval", "--task", "ifir:fiqa")
     assert res.exit_code == 2
     assert res.stderr == (
         f"Error: IFIR-EVAL subset 'fiqa' not found: {tmp_path / 'ifir' / 'fiqa'} (looked in the data folder "
@@ -89,9 +91,9 @@ def test_missing_subset_suggests_what_works(registry, tmp_path, monkeypatch):
         load_ifir("aila", path="/nowhere/aila")
 
 
-def test_data_download_says_there_is_nothing_to_fetch(registry, tmp_path, monkeypatch):
+def test_data_download_says_there_is_nothing_to_fetch(tmp_path, monkeypatch):
     monkeypatch.setenv("HARNESS_DATA", str(tmp_path))
-    res = _cli(registry, monkeypatch, "data", "download", "ifir:fiqa")
+    res = _cli("data", "download", "ifir:fiqa")
     assert res.exit_code == 2 and res.stdout == ""
     assert res.stderr.startswith(
         "Error: ifir:fiqa: nothing to download: the task publishes no files for harness to fetch, and its data is "
@@ -100,7 +102,7 @@ def test_data_download_says_there_is_nothing_to_fetch(registry, tmp_path, monkey
     assert list(tmp_path.iterdir()) == []
     # the suite: a line per subset; where the files are in place (the fixture's fiqa, nfcorpus), it says so
     monkeypatch.setenv("HARNESS_DATA", str(FIXTURE))
-    res = _cli(registry, monkeypatch, "data", "download", "ifir")
+    res = _cli("data", "download", "ifir")
     assert res.exit_code == 2
     assert res.stdout.splitlines() == [f"ifir:{s}: nothing to download (the task publishes no files); its data is in "
                                        "place" for s in ("fiqa", "nfcorpus")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from harness.llm.types import TokenLogprob, TopLogprob
+from harness.llm import TokenLogprob, TopLogprob
 
 from harness_ifir.geval import find_score_token, geval_score, parse_reply, weighted
 

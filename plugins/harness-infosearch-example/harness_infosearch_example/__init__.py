@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.plugins.hookspecs import hookimpl
+from harness import hookimpl
 
 __version__ = "0.1.0"
 

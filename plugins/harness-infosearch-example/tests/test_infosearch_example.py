@@ -8,9 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from harness.evaluation.pipeline import evaluate
-from harness.plugins.host import PluginHost
-from harness.testing.venv import build_wheel, fresh_venv, pip
+from harness import Context, PluginHost, evaluate
+from harness.testing import build_wheel, fresh_venv, pip
 
 harness_infosearch = pytest.importorskip("harness_infosearch", reason="pip install -e plugins/harness-infosearch")
 from harness_infosearch import dimensions  # noqa: E402
@@ -28,12 +27,10 @@ def example(monkeypatch):
 
 @pytest.fixture
 def host(example):
-    dimensions._REGISTERED.clear()
     h = PluginHost(load_entry_points=False)
     h.register_plugin(harness_infosearch, "infosearch", "harness-infosearch")
     h.register_plugin(example, "infosearch-tone", "harness-infosearch-example")
-    yield h
-    dimensions._REGISTERED.clear()
+    return h
 
 
 def test_tone_dimension_in_process(host):
@@ -43,8 +40,14 @@ def test_tone_dimension_in_process(host):
     res = evaluate("infosearch:tone", retriever="bm25", registry=host.registry, progress=False)
     assert res.dataset.modes == ["og", "changed", "reversed"] and len(res.dataset.queries["og"]) == 4
     assert -1 <= res.metrics["WISE"] <= 1 and 0 <= res.metrics["SICR"] <= 1
-    suite = host.registry.create("task", "infosearch")
+    suite = host.registry.create("task", "infosearch", Context.create(host=host))
     assert suite.tasks[-1] == "infosearch:tone" and len(suite.tasks) == 7
+    assert [d.name for d in dimensions.registered_dimensions(host.registry)][-1] == "tone"
+    # the dimension lives in that host's registry only: another host (without the example) never sees it
+    other = PluginHost(load_entry_points=False)
+    other.register_plugin(harness_infosearch, "infosearch", "harness-infosearch")
+    assert "tone" not in [d.name for d in dimensions.registered_dimensions(other.registry)]
+    assert len(other.registry.create("task", "infosearch", Context.create(host=other)).tasks) == 6
 
 
 def test_wheel_in_fresh_venv(tmp_path):

@@ -11,7 +11,7 @@ Importing this module is light (no model library, no data read).
 
 from __future__ import annotations
 
-from harness.plugins.hookspecs import hookimpl
+from harness import hookimpl
 
 from .dimensions import (
     BUILTIN_DIMENSIONS,
@@ -36,17 +36,17 @@ __all__ = [
 ]
 
 
-def _load_dataset(**kwargs):
+def _load_dataset(context=None, **kwargs):
     from .data import load_infosearch_dataset
 
-    return load_infosearch_dataset(**kwargs)
+    return load_infosearch_dataset(context=context, **kwargs)
 
 
 def _dimension_dataset(dim: Dimension):
-    def factory(**kwargs):
+    def factory(context=None, **kwargs):
         from .data import load_infosearch_dataset
 
-        return load_infosearch_dataset(**{"path": dim.folder, "name": dim.task_name, **kwargs})
+        return load_infosearch_dataset(**{"path": dim.folder, "name": dim.task_name, **kwargs}, context=context)
 
     return factory
 

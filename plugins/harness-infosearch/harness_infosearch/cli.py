@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import click
@@ -33,11 +31,11 @@ def _cell(value: Any, scale: float) -> str:
 
 def table1(rows: list[tuple[str, Mapping[str, float]]], wide: bool = False) -> str:
     """Rows ``(label, metrics)`` as the paper prints them: x100, one decimal; mean ranks as they are."""
-    from harness.results.table import render
+    from harness import render_table
 
     cols = TABLE1 + (WIDE if wide else [])
     body = [(label, *(_cell(m.get(key), scale) for _, key, scale in cols)) for label, m in rows]
-    return render(body, ["", *(h for h, _, _ in cols)])
+    return render_table(body, ["", *(h for h, _, _ in cols)])
 
 
 def rows_from_results(data: Mapping[str, Any], label: str | None = None) -> list[tuple[str, Mapping[str, float]]]:
@@ -62,27 +60,26 @@ def infosearch_group() -> None:
 @click.option("--label", help="Row label instead of the retriever -> rerankers spec.")
 def table_cmd(results: tuple[str, ...], wide: bool, label: str | None) -> None:
     """Print Table-1-style rows from `harness eval -o DIR` results folders (or results.json files)."""
+    from harness import read_results
+
     rows: list[tuple[str, Mapping[str, float]]] = []
-    for item in results:
-        path = Path(item)
-        path = path / "results.json" if path.is_dir() else path
-        rows += rows_from_results(json.loads(path.read_text(encoding="utf-8")), label)
+    for item in results:  # the one reader of the results contract (older schema versions converted)
+        rows += rows_from_results(read_results(item).data, label)
     click.echo(table1(rows, wide))
 
 
 @infosearch_group.command("dimensions")
 def dimensions_cmd() -> None:
     """List the installed InfoSearch dimensions and whether their data is present."""
-    from harness.data.folder import locate
-    from harness.plugins.host import get_host
-    from harness.results.table import render
+    from harness import render_table
+    from harness.cli import make_context
 
     from .data import has_tables
     from .dimensions import registered_dimensions
 
-    get_host()  # every plugin has registered its dimensions
+    context = make_context(check_data=False)  # every installed plugin's dimensions, the data folder
     rows = []
-    for d in registered_dimensions():
-        folder = locate(d.folder)
+    for d in registered_dimensions(context.registry):
+        folder = context.data.locate(d.folder)
         rows.append((d.task_name, d.hub_name, "yes" if has_tables(folder) else "no", str(folder)))
-    click.echo(render(rows, ["task", "dataset", "data present", "folder"]))
+    click.echo(render_table(rows, ["task", "dataset", "data present", "folder"]))

@@ -19,15 +19,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness.concepts.dataset import Dataset
-from harness.concepts.document import Document
-from harness.concepts.errors import DataError
-from harness.concepts.qrels import Qrels
-from harness.concepts.query import Query
-from harness.concepts.run import Run
-from harness.data.folder import file_identity, resolve
-from harness.formats.beir import as_id, iter_parquet, read_corpus, read_qrels, read_queries
-from harness.formats.jsonl import iter_jsonl_objects
+from harness import Context, DataError, Dataset, Document, Qrels, Query, Run
+from harness.formats import as_id, iter_jsonl_objects, iter_parquet, read_beir_qrels, read_corpus, read_queries
 
 from .dimensions import MODES
 
@@ -82,6 +75,7 @@ def load_infosearch_dataset(
     path: str | os.PathLike[str] = "infosearch/Language-v1",
     name: str | None = None,
     split: str = "test",
+    context: Context | None = None,
 ) -> Dataset:
     """One InfoSearch dimension: modes ``og``, ``changed``, ``reversed`` over one corpus.
 
@@ -92,7 +86,8 @@ def load_infosearch_dataset(
     that has judgments in any mode (the same ids in every mode). ``top_ranked``, when present,
     becomes every mode's candidate list.
     """
-    folder = resolve(path)
+    data = Context.of(context).data
+    folder = data.resolve(path)
     if not folder.is_dir():
         raise DataError(f"an InfoSearch dataset is a folder (corpus.jsonl, queries.jsonl, qrels_og/...): {folder}")
     label = name or folder.name
@@ -115,7 +110,7 @@ def load_infosearch_dataset(
     for mode in MODES:
         merged = Qrels()
         for p in need(_qrels_files(folder, mode, split), f"qrels_{mode}/{split}"):
-            for q, docs in read_qrels(p).items():
+            for q, docs in read_beir_qrels(p).items():
                 for d, g in docs.items():
                     merged.add(q, d, g)
         qrels[mode] = merged
@@ -158,7 +153,7 @@ def load_infosearch_dataset(
         queries=queries,
         qrels=qrels,
         candidates=candidates,
-        identity={"name": label, "files": [file_identity(p) for p in files], "split": split},
+        identity={"name": label, "files": [data.file_identity(p) for p in files], "split": split},
         meta={"benchmark": "InfoSearch", "folder": str(folder)},
     )
     ds.meta["unknown_ids"] = ds.validate()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.concepts.task import DataFile, Task
+from harness import Context, DataFile, Task
 
 #: the modes of every InfoSearch dataset, in the order the pipeline runs them
 MODES = ("og", "changed", "reversed")
@@ -78,14 +78,13 @@ class Dimension:
                          url=HUB_URL.format(repo=self.hub_repo, revision=self.revision, file=f))
                 for f in HUB_FILES]
 
-    def task(self) -> Task:
-        """The task; its ``files`` are the hub files only while the folder lacks a complete set of
-        tables (JSONL or Parquet), so a local Parquet export is never overwritten by a download."""
-        from harness.data.folder import locate
-
+    def task(self, context: Context | None = None) -> Task:
+        """The task; its ``files`` are the hub files only while the folder (in the context's data
+        folder) lacks a complete set of tables (JSONL or Parquet), so a local Parquet export is never
+        overwritten by a download."""
         from .data import has_tables
 
-        files = [] if has_tables(locate(self.folder)) else self.hub_files()
+        files = [] if has_tables(Context.of(context).data.locate(self.folder)) else self.hub_files()
         cond = f" ({', '.join(self.conditions)})" if self.conditions else ""
         from .cli import TABLE1
 
@@ -118,13 +117,10 @@ BUILTIN_DIMENSIONS: tuple[Dimension, ...] = (
               ("Blog", "Forum Post", "News Article")),
 )
 
-#: every dimension registered in this process, by name (filled by :func:`register_dimension`)
-_REGISTERED: dict[str, Dimension] = {}
-
-
 def register_dimension(register: Callable[..., Any], dimension: Dimension) -> None:
-    """Register ``infosearch:<name>`` through a ``register_tasks`` hook's ``register`` and record the
-    dimension for the ``infosearch`` suite. This is the extension point for third-party packages::
+    """Register ``infosearch:<name>`` through a ``register_tasks`` hook's ``register``; the task's
+    factory carries the dimension, so the ``infosearch`` suite finds it in the registry. This is the
+    extension point for third-party packages::
 
         @hookimpl
         def register_tasks(register):
@@ -132,21 +128,29 @@ def register_dimension(register: Callable[..., Any], dimension: Dimension) -> No
     """
     if not dimension.name or ":" in dimension.name:
         raise ValueError(f"a dimension name must be non-empty and contain no ':' (got {dimension.name!r})")
-    _REGISTERED[dimension.name] = dimension
-    factory = dimension.task
+
+    def factory(context: Context | None = None) -> Task:
+        return dimension.task(context)
+
+    factory.dimension = dimension  # type: ignore[attr-defined]
     register(dimension.task_name, factory, dimension.description or f"InfoSearch dimension {dimension.name}")
 
 
-def registered_dimensions() -> list[Dimension]:
-    """The dimensions registered so far: the six published ones first, then the others by name."""
+def registered_dimensions(registry: Any) -> list[Dimension]:
+    """The dimensions registered in ``registry``: the six published ones first, then the others by name."""
+    found = {}
+    for component in registry.all("task"):
+        dim = getattr(component.factory, "dimension", None)
+        if isinstance(dim, Dimension):
+            found.setdefault(dim.name, dim)
     builtin = [d.name for d in BUILTIN_DIMENSIONS]
-    order = [n for n in builtin if n in _REGISTERED] + sorted(n for n in _REGISTERED if n not in builtin)
-    return [_REGISTERED[n] for n in order]
+    order = [n for n in builtin if n in found] + sorted(n for n in found if n not in builtin)
+    return [found[n] for n in order]
 
 
-def suite_task() -> Task:
-    """The ``infosearch`` suite over every dimension registered when it is created."""
-    dims = registered_dimensions()
+def suite_task(context: Context | None = None) -> Task:
+    """The ``infosearch`` suite over every dimension the evaluation's registry holds."""
+    dims = registered_dimensions(Context.of(context).registry)
     from .cli import TABLE1
 
     return Task(

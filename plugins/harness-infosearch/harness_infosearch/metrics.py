@@ -17,9 +17,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from harness.concepts.errors import HarnessError
-from harness.concepts.protocols import MetricInput, MetricResult
-from harness.concepts.run import Run
+from harness import HarnessError, MetricInput, MetricResult, Run
 
 K_DEFAULT = 20
 FIRST_CASES = ("code", "paper")
@@ -248,7 +246,7 @@ class Robustness:
         return {"k": self.k, "group": "meta['group'] (core query text)"}
 
     def compute(self, inp: MetricInput) -> MetricResult:
-        from harness.metrics.standard import StandardMetric
+        from harness.metrics import StandardMetric
 
         (mode,) = inp.runs
         ndcg_name = f"nDCG@{self.k}"

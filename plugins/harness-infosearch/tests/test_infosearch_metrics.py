@@ -6,8 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from harness import Dataset, Document, MetricInput, Qrels, Query, Run
-from harness.concepts.errors import HarnessError
+from harness import Dataset, Document, HarnessError, MetricInput, Qrels, Query, Run
 
 from harness_infosearch.metrics import (
     PMRR,

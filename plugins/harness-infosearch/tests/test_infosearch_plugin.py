@@ -15,11 +15,9 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from harness.data.download import source_url
-from harness.data.folder import set_data_dir
-from harness.evaluation.pipeline import evaluate
-from harness.formats.trec import read_run
-from harness.plugins.host import PluginHost
+from harness import Context, evaluate
+from harness.formats import read_trec_run
+from harness.testing import plugin_registry
 
 import harness_infosearch
 from harness_infosearch import dimensions
@@ -31,19 +29,14 @@ LANG = FIXTURE / "infosearch" / "Language-v1"
 
 
 @pytest.fixture
-def host():
-    dimensions._REGISTERED.clear()  # dimensions are recorded per process: start from this host's
-    h = PluginHost(load_entry_points=False)
-    h.register_plugin(harness_infosearch, "infosearch", "harness-infosearch")
-    yield h
-    dimensions._REGISTERED.clear()
+def registry():
+    return plugin_registry(harness_infosearch)
 
 
 @pytest.fixture
-def data_dir():
-    set_data_dir(FIXTURE)
-    yield FIXTURE
-    set_data_dir(None)
+def context(registry):
+    """The fixture folder as the data folder, in this evaluation's context only."""
+    return Context.create(registry=registry, data_dir=FIXTURE)
 
 
 def test_fixture_loads_three_modes():
@@ -66,7 +59,7 @@ def test_fixture_loads_three_modes():
 def test_parquet_export_reads_the_same(tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
-    from harness.formats.jsonl import iter_jsonl_objects
+    from harness.formats import iter_jsonl_objects
 
     def to_parquet(src: Path, dst: Path) -> None:
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -82,9 +75,8 @@ def test_parquet_export_reads_the_same(tmp_path):
     assert b.candidates is None  # no top_ranked table in this export
 
 
-def test_language_end_to_end_three_trec_runs(host, data_dir, tmp_path):
-    res = evaluate("infosearch:language", retriever="bm25", output=str(tmp_path), registry=host.registry,
-                   progress=False)
+def test_language_end_to_end_three_trec_runs(context, tmp_path):
+    res = evaluate("infosearch:language", retriever="bm25", output=str(tmp_path), context=context, progress=False)
     m = res.metrics
     for key in ("nDCG@10[og]", "nDCG@10[changed]", "nDCG@10[reversed]", "MRR@1[og]", "Robustness@10[changed]",
                 "p-MRR", "WISE", "WISE-ideal", "WISE-per", "SICR", "R_ori", "R_ins", "R_rev"):
@@ -93,7 +85,7 @@ def test_language_end_to_end_three_trec_runs(host, data_dir, tmp_path):
     # the query text the retriever saw: "{text} {instruction}", as the official code forms it
     assert res.task.query_format == "{text} {instruction}"
     # every figure can be recomputed from the three TREC files
-    runs = {mode: read_run(tmp_path / f"run.{mode}.trec") for mode in ("og", "changed", "reversed")}
+    runs = {mode: read_trec_run(tmp_path / f"run.{mode}.trec") for mode in ("og", "changed", "reversed")}
     from harness import MetricInput
 
     again = WISE().compute(MetricInput(runs, dict(res.dataset.qrels), res.dataset))
@@ -102,25 +94,22 @@ def test_language_end_to_end_three_trec_runs(host, data_dir, tmp_path):
     assert saved["dataset"]["modes"] == ["og", "changed", "reversed"]
 
 
-def test_metric_options_report_side_by_side(host, data_dir):
-    res = evaluate("infosearch:language", retriever="bm25", registry=host.registry, progress=False,
+def test_metric_options_report_side_by_side(context):
+    res = evaluate("infosearch:language", retriever="bm25", context=context, progress=False,
                    metrics=["WISE", "WISE:first_case=paper", "WISE@10", "SICR", "SICR:rank1=paper", "MRR@1"])
     assert {"WISE", "WISE-paper", "WISE@10", "WISE@10-per", "SICR", "SICR-paper", "MRR@1[changed]"} <= set(res.metrics)
 
 
-def test_tasks_name_the_hub_files(host, tmp_path):
-    set_data_dir(tmp_path)  # empty: the task lists the hub files to fetch
-    try:
-        task = host.registry.create("task", "infosearch:keyword")
-        assert task.dataset_args["path"] == "infosearch/Clarity-v1"
-        urls = [source_url(f, base_url="") for f in task.files]
-        assert "https://huggingface.co/datasets/jianqunZ/Clarity-v1/resolve/main/qrels_og/test.jsonl" in urls
-        assert len(task.files) == 6
-        set_data_dir(FIXTURE)  # complete tables present: nothing to fetch
-        assert host.registry.create("task", "infosearch:language").files == []
-    finally:
-        set_data_dir(None)
-    assert [d.name for d in dimensions.registered_dimensions()] == [
+def test_tasks_name_the_hub_files(registry, tmp_path):
+    empty = Context.create(registry=registry, data_dir=tmp_path)  # the task lists the hub files to fetch
+    task = registry.create("task", "infosearch:keyword", empty)
+    assert task.dataset_args["path"] == "infosearch/Clarity-v1"
+    urls = [f.url for f in task.files]
+    assert "https://huggingface.co/datasets/jianqunZ/Clarity-v1/resolve/main/qrels_og/test.jsonl" in urls
+    assert len(task.files) == 6
+    full = Context.create(registry=registry, data_dir=FIXTURE)  # complete tables present: nothing to fetch
+    assert registry.create("task", "infosearch:language", full).files == []
+    assert [d.name for d in dimensions.registered_dimensions(registry)] == [
         "audience", "keyword", "format", "language", "length", "source"]
 
 
@@ -148,20 +137,17 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
-def test_suite_downloads_from_mirror_and_reports_every_dimension(host, mirror, tmp_path, monkeypatch):
+def test_suite_downloads_from_mirror_and_reports_every_dimension(registry, mirror, tmp_path, monkeypatch):
     monkeypatch.setenv("HARNESS_DATA_URL", mirror)
     monkeypatch.delenv("HARNESS_AUTO_DOWNLOAD", raising=False)
-    set_data_dir(tmp_path / "data")
-    try:
-        res = evaluate("infosearch", retriever="bm25", output=str(tmp_path / "out"), registry=host.registry,
-                       progress=False)
-    finally:
-        set_data_dir(None)
+    (tmp_path / "data").mkdir()  # a data folder given explicitly must exist (a typo is reported, not created)
+    context = Context.create(registry=registry, data_dir=tmp_path / "data")
+    res = evaluate("infosearch", retriever="bm25", output=str(tmp_path / "out"), context=context, progress=False)
     assert (tmp_path / "data" / "infosearch" / "Clarity-v1" / "qrels_reversed" / "test.jsonl").is_file()
-    assert list(res.results) == [f"infosearch:{d.name}" for d in dimensions.BUILTIN_DIMENSIONS]
+    assert list(res.members) == [f"infosearch:{d.name}" for d in dimensions.BUILTIN_DIMENSIONS]
     # identical data in every dimension: the mean equals each member's figure
     for key in ("WISE", "SICR", "nDCG@10[og]", "R_ins"):
-        assert res.metrics[key] == pytest.approx(res.results["infosearch:language"].metrics[key])
+        assert res.metrics[key] == pytest.approx(res.members["infosearch:language"].metrics[key])
     assert (tmp_path / "out" / "infosearch_source" / "run.reversed.trec").is_file()
     from harness_infosearch.cli import rows_from_results, table1
 

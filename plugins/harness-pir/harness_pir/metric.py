@@ -27,9 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.concepts.errors import HarnessError
-from harness.concepts.protocols import MetricInput, MetricResult
-from harness.concepts.qrels import Qrels
+from harness import HarnessError, MetricInput, MetricResult, Qrels
 
 SINGLETON_POLICIES = ("mean", "zero", "drop")
 PERSPECTIVE_MODE = "default"

@@ -32,10 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from harness.concepts.document import Document
-from harness.concepts.errors import HarnessError
-from harness.concepts.query import Query
-from harness.concepts.run import Run
+from harness import Context, Document, HarnessError, Query, Run
 
 METHODS = ("pap", "pap+", "add", "concat", "cast", "cast+", "dual-sum", "tri-sum", "none")
 PERSPECTIVE_MODES = ("auto", "text", "diff")
@@ -109,9 +106,9 @@ def method_scores(method: str, q: np.ndarray, r: np.ndarray, p: np.ndarray, c: n
 
 class PAPRetriever:
     """Wraps a dense retriever that exposes ``encoder.embed(texts, role)`` (the core's ``dense``
-    and retrievers built on it); ranks the whole corpus by the chosen method."""
-
-    query_objects = True  # the pipeline passes Query objects (perspective and root in meta)
+    and retrievers built on it); ranks the whole corpus by the chosen method. A
+    :class:`harness.QueryObjectRetriever`: the pipeline passes the :class:`Query` objects (the
+    perspective and the root query are in their meta) to :meth:`search_queries`."""
 
     def __init__(self, base: Any, method: str = "pap", sign: float = -1.0, perspective: str = "auto",
                  base_spec: str = "dense", block_size: int = 256):
@@ -172,7 +169,11 @@ class PAPRetriever:
         vecs = np.asarray(self.encoder.embed(wanted, "query"), dtype=np.float64)
         return dict(zip(wanted, vecs, strict=True))
 
-    def search(self, queries: Mapping[str, Query | str], k: int) -> Run:
+    def search(self, queries: Mapping[str, str], k: int) -> Run:
+        """Plain query texts: no perspective, so every method is the base ranking cos(q, c)."""
+        return self.search_queries(queries, k)
+
+    def search_queries(self, queries: Mapping[str, Query | str], k: int) -> Run:
         if self._docs is None or self._doc_norms is None:
             raise HarnessError("pap: search() called before index()")
         qids = list(queries)
@@ -217,27 +218,27 @@ class PAPRetriever:
 
 
 def make_pap(base: str = "dense", method: str = "pap", sign: float = -1.0, perspective: str = "auto",
-             block_size: int = 256, **base_args: Any) -> PAPRetriever:
+             block_size: int = 256, context: Context | None = None, **base_args: Any) -> PAPRetriever:
     """``pap:base=SPEC[,method=...,sign=-1,perspective=auto|text|diff][,<any base option>]``.
 
     ``base`` is a retriever spec (``dense``, ``dense:model=x`` when it is the only argument, or quoted:
     ``base='dense:model=x,batch_size=8'``); every other argument is passed to the base retriever, so
-    ``pap:base=dense,model=princeton-nlp/sup-simcse-bert-base-uncased`` works too."""
-    from harness.plugins.host import get_registry
-
+    ``pap:base=dense,model=princeton-nlp/sup-simcse-bert-base-uncased`` works too. The base comes
+    from the evaluation's registry (``context``)."""
     if not isinstance(base, str) or not base.strip():
         raise HarnessError(f"pap: base must be a retriever spec, not {base!r}")
     if base.split(":")[0] in ("pap", "pap+"):
         raise HarnessError("pap: the base cannot itself be pap")
-    retriever = get_registry().create("retriever", base, **base_args)
+    ctx = Context.of(context)
+    retriever = ctx.registry.create("retriever", base, ctx, **base_args)
     spec = base + "".join(f",{k}={v}" for k, v in base_args.items()) if base_args else base
     return PAPRetriever(retriever, method=method, sign=sign, perspective=perspective, base_spec=spec,
                         block_size=block_size)
 
 
-def make_pap_plus(**kwargs: Any) -> PAPRetriever:
+def make_pap_plus(context: Context | None = None, **kwargs: Any) -> PAPRetriever:
     """``pap+:base=...``: PAP+ (query and documents projected)."""
     if kwargs.get("method", "pap+") != "pap+":
         raise HarnessError("pap+: method is fixed; use pap:method=... for the other methods")
     kwargs["method"] = "pap+"
-    return make_pap(**kwargs)
+    return make_pap(context=context, **kwargs)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from harness.concepts.errors import DataError
-from harness.data.folder import sha256_file
-from harness.plugins.host import PluginHost
+from harness import DataError, PluginHost
+from harness.formats import sha256_file
 
 import harness_pir
 from harness_pir.data import hub_label, load_beir_dataset, load_demo_dataset

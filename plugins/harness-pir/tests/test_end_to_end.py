@@ -9,8 +9,7 @@ import sys
 from importlib import metadata
 
 import pytest
-from harness.evaluation.pipeline import evaluate
-from harness.plugins.host import PluginHost
+from harness import PluginHost, evaluate
 
 import harness_pir
 
@@ -46,10 +45,10 @@ def test_pap_on_perspectrum(demo_file, registry, tmp_path):
 
 def test_suite_with_bm25(demo_file, registry):
     res = evaluate("pir", retriever="bm25", registry=registry, progress=False)
-    assert list(res.results) == [f"pir:{t}" for t in harness_pir.TASKS]
-    for name, r in res.results.items():
+    assert list(res.members) == [f"pir:{t}" for t in harness_pir.TASKS]
+    for name, r in res.members.items():
         assert 0 <= r.metrics["p-recall@5"] <= 1, name
-    mean = sum(r.metrics["p-recall@5"] for r in res.results.values()) / 6
+    mean = sum(r.metrics["p-recall@5"] for r in res.members.values()) / 6
     assert res.metrics["p-recall@5"] == pytest.approx(mean)
 
 

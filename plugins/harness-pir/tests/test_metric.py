@@ -6,10 +6,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from harness import Document, MetricInput, Run
-from harness.concepts.errors import HarnessError
-from harness.metrics.resolve import resolve_metrics
-from harness.plugins.host import PluginHost
+from harness import Document, HarnessError, MetricInput, PluginHost, Run
+from harness.metrics import resolve_metrics
 
 from harness_pir.data import build_dataset
 from harness_pir.metric import PRecall

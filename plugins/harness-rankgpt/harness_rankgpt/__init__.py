@@ -12,23 +12,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.plugins.hookspecs import hookimpl
+from harness import hookimpl
 
 __version__ = "0.1.0"
 
 
-def make_rankgpt(**options: Any) -> Any:
-    """Factory of the ``rankgpt`` reranker (see :class:`harness_rankgpt.rankgpt.RankGPT`)."""
+def make_rankgpt(context: Any = None, **options: Any) -> Any:
+    """Factory of the ``rankgpt`` reranker (see :class:`harness_rankgpt.rankgpt.RankGPT`); ``context``
+    is the evaluation's (its LLM session)."""
     from .rankgpt import RankGPT
 
-    return RankGPT(**options)
+    return RankGPT(context=context, **options)
 
 
-def make_relevance_generation(**options: Any) -> Any:
+def make_relevance_generation(context: Any = None, **options: Any) -> Any:
     """Factory of the ``relevance-generation`` reranker (:class:`harness_rankgpt.relevance.RelevanceGeneration`)."""
     from .relevance import RelevanceGeneration
 
-    return RelevanceGeneration(**options)
+    return RelevanceGeneration(context=context, **options)
 
 
 @hookimpl

@@ -8,9 +8,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from harness.concepts.document import Document
-from harness.concepts.query import Query
-from harness.concepts.run import Run
+from harness import Context, Document, Query, Run
 
 from . import __version__
 from .parsing import parse_permutation, windows
@@ -61,9 +59,8 @@ class RankGPT:
         max_tokens: int | None = None,
         parser: str = "digits",
         shuffle: int | None = None,
+        context: Context | None = None,
     ):
-        from harness.llm import get_client
-
         if window < 1 or step < 1 or depth < 1 or passes < 1:
             raise ValueError("rankgpt: window, step, depth and passes must be >= 1")
         if query not in QUERY_FIELDS:
@@ -84,7 +81,7 @@ class RankGPT:
         defaults: dict[str, Any] = {"temperature": self.temperature}
         if max_tokens:
             defaults["max_tokens"] = int(max_tokens)
-        self.client = get_client(llm, **defaults)
+        self.client = Context.of(context).llm.client(llm, **defaults)
         self._lock = threading.Lock()
         self._stats: Counter[str] = Counter()
         self._failures: dict[str, int] = {}

@@ -18,14 +18,11 @@ makes the run INCOMPLETE: the method was not applied to that pair.
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from harness.concepts.document import Document
-from harness.concepts.query import Query
-from harness.concepts.run import Run
+from harness import Context, Document, Query, Run
+from harness.llm import Item, PointwiseScorer, order_by_scores
 
 from . import __version__
 from .prompts import passage_text, rg_prompt, rg_template_hash
@@ -63,18 +60,15 @@ class RelevanceGeneration:
     ``raw``)."""
 
     def __init__(self, llm: str | None = None, depth: int = 100, shots: int = 4, top_logprobs: int = 5,
-                 max_tokens: int = 1, max_words: int | None = 300, query: str = "formed"):
-        from harness.llm import get_client
-
+                 max_tokens: int = 1, max_words: int | None = 300, query: str = "formed",
+                 context: Context | None = None):
         if query not in ("formed", "raw"):
             raise ValueError(f"relevance-generation: query must be 'formed' or 'raw', got {query!r}")
         self.depth, self.shots, self.top_logprobs = int(depth), int(shots), int(top_logprobs)
         self.max_tokens, self.max_words, self.query_field = int(max_tokens), max_words, query
         rg_prompt("q", "p", self.shots)  # validates shots
-        self.client = get_client(llm, temperature=0.0)
-        self._lock = threading.Lock()
-        self._stats: Counter[str] = Counter()
-        self._transport: Counter[str] = Counter()
+        self.client = Context.of(context).llm.client(llm, temperature=0.0)
+        self.scorer = PointwiseScorer(self.client)
 
     def request(self, query: Query, doc: Document | None) -> dict[str, Any]:
         text = query.meta.get("query", query.text) if self.query_field == "raw" else query.text
@@ -82,37 +76,20 @@ class RelevanceGeneration:
         return {"messages": [{"role": "user", "content": rg_prompt(text, passage, self.shots)}],
                 "max_tokens": self.max_tokens, "logprobs": "optional", "top_logprobs": self.top_logprobs}
 
+    @staticmethod
+    def parse(reply: Any) -> tuple[float | None, tuple[str, ...]]:
+        score, status = rg_score(reply)
+        flags = ("no_logprobs",) if reply.fallback == "no-logprobs" or status == "no-logprobs" else ()
+        return (None if status == "unparseable" else score), flags
+
     def rerank(self, queries: Mapping[str, Query], run: Run, corpus: Mapping[str, Document]) -> Run:
-        pairs = [(q, d) for q in run for d in run.doc_ids(q)[: self.depth]]
-        replies = self.client.map(self.request(queries.get(q) or Query(q, ""), corpus.get(d)) for q, d in pairs)
-        scores: dict[tuple[str, str], float] = {}
-        st: Counter[str] = Counter()
-        transport: Counter[str] = Counter()
-        for pair, reply in zip(pairs, replies):
-            st["pairs"] += 1
-            if isinstance(reply, Exception):
-                st["transport_failures"] += 1
-                transport[pair[0]] += 1
-                scores[pair] = 1.0
-                continue
-            st["cache_hits" if reply.cached else "calls"] += 1
-            if reply.dry_run:
-                st["dry_run"] += 1
-            score, status = rg_score(reply)
-            if reply.fallback == "no-logprobs" or status == "no-logprobs":
-                st["no_logprobs"] += 1
-            if status == "unparseable" and not reply.dry_run:
-                st["unparseable"] += 1
-            scores[pair] = score
-        order = {}
-        for q in run:
-            docs = run.doc_ids(q)
-            head = sorted(range(min(self.depth, len(docs))), key=lambda i: (-scores[(q, docs[i])], i))
-            order[q] = [docs[i] for i in head] + docs[self.depth:]
-        with self._lock:
-            self._stats.update(st)
-            self._transport.update(transport)
-        return Run.from_order(order, run.name)
+        items = [Item((q, d), q, self.request(queries.get(q) or Query(q, ""), corpus.get(d)))
+                 for q in run for d in run.doc_ids(q)[: self.depth]]
+        results = self.scorer.score(items, self.parse)
+        scores: dict[str, dict[str, float]] = {}
+        for (q, d), res in results.items():  # no usable score (unparseable, failed, dry run): 1, between No and Yes
+            scores.setdefault(q, {})[d] = res.value if res.ok else 1.0
+        return order_by_scores(run, scores, self.depth)
 
     def config(self) -> dict[str, Any]:
         return {"method": "relevance-generation", "plugin": f"harness-rankgpt {__version__}",
@@ -122,8 +99,7 @@ class RelevanceGeneration:
                 "score": "1+p(Yes) if Yes, 1-p(No) if No; without logprobs Yes=2, No=0 (fallback)"}
 
     def stats(self) -> dict[str, Any]:
-        with self._lock:
-            s = self._stats
-            return {**{k: s[k] for k in ("pairs", "calls", "cache_hits", "unparseable", "no_logprobs", "dry_run",
-                                         "transport_failures")},
-                    "transport_failures_per_query": dict(self._transport)}
+        """Pairs scored (``items``), calls, cache hits, unparseable replies (``parse_failures``),
+        replies without logprobs (``no_logprobs``), dry-run placeholders and transport failures, with
+        the per-query counts (:class:`harness.llm.PointwiseScorer`)."""
+        return self.scorer.stats("no_logprobs")

@@ -31,11 +31,8 @@ def _rankgpt_isolated_environment(tmp_path_factory: pytest.TempPathFactory) -> I
 @pytest.fixture(autouse=True)
 def _fresh_llm_layer() -> Iterator[None]:
     """Each test starts and ends with no LLM clients or settings left over."""
-    import harness.llm
 
-    harness.llm.reset()
     yield
-    harness.llm.reset()
 
 
 @pytest.fixture
@@ -47,7 +44,7 @@ def data_dir() -> Path:
 @pytest.fixture
 def registry():
     """Built-ins plus this plugin, registered in-process (no entry-point scan)."""
-    from harness.plugins.host import PluginHost
+    from harness import PluginHost
 
     import harness_rankgpt
 

@@ -1,5 +1,5 @@
 """Issue 4's "Done when" on TREC DL19 (all 43 queries, BM25 top-100 from rank_llm), end to end
-through ``harness.evaluation.pipeline.evaluate`` and the loopback server:
+through ``harness.evaluate`` and the loopback server:
 
 - an oracle that answers every window with the permutation sorting its passages by their true qrels
   grade gives the best nDCG@10 the BM25 top-100 allows;
@@ -16,9 +16,7 @@ import json
 import re
 
 import pytest
-from harness.api import score
-from harness.concepts.run import Run
-from harness.evaluation.pipeline import evaluate, load_task_dataset
+from harness import Run, evaluate, score
 
 from harness_rankgpt.prompts import passage_text
 
@@ -31,12 +29,11 @@ QUERY = re.compile(r"relevance to query: (.*)\.$", re.S)
 @pytest.fixture(scope="module")
 def dl19():
     """(dataset, grade lookup (query text, shown passage) -> grade, BM25 run)."""
-    from harness.plugins.host import PluginHost
+    from harness import load_dataset
 
     if not (shared_data_path() / "trec-dl" / "bm25_top100.dl19.json").is_file():
         pytest.skip("TREC DL19 data not available: set HARNESS_DATA (see docs/data.md)")
-    reg = PluginHost(load_entry_points=False).registry
-    ds = load_task_dataset(reg, reg.create("task", "trec-dl19"), download=False)
+    ds = load_dataset("trec-dl19")
     (mode,) = ds.modes
     queries, qrels, cands = ds.queries[mode], ds.qrels[mode], ds.candidates[mode]
     grades: dict[tuple[str, str], int] = {}

@@ -10,12 +10,8 @@ import subprocess
 import sys
 
 import pytest
-from harness.concepts.document import Document
-from harness.concepts.errors import HarnessError
-from harness.concepts.query import Query
-from harness.concepts.run import Run
-from harness.llm import RetryPolicy, configure
-from harness.testing import ScriptedReply, TestServer
+from harness import Document, HarnessError, Query, Run
+from harness.testing import ScriptedReply, TestServer, isolated_context
 
 from harness_rankgpt.rankgpt import RankGPT
 from harness_rankgpt.relevance import RelevanceGeneration, rg_score
@@ -49,9 +45,8 @@ def by_number_desc(request: dict) -> str:
     return " > ".join(f"[{i + 1}]" for i in order)
 
 
-def make(srv, tmp_path, **kw) -> RankGPT:
-    configure(cache_dir=str(tmp_path / "cache"), retry=RetryPolicy.fast())
-    return RankGPT(llm=srv.spec("rank-model"), **kw)
+def make(srv, tmp_path, dry_run=False, **kw) -> RankGPT:
+    return RankGPT(llm=srv.spec("rank-model"), context=isolated_context(tmp_path / "cache", dry_run=dry_run), **kw)
 
 
 def test_nine_calls_per_query_and_strict_scores(tmp_path):
@@ -144,8 +139,7 @@ def test_shuffle_is_seeded_per_query_and_depth_limits_the_calls(tmp_path):
 
 def test_dry_run_sends_nothing_and_keeps_the_order(tmp_path):
     with TestServer(reply=reverse_reply) as srv:
-        configure(dry_run=True)
-        rr = make(srv, tmp_path)
+        rr = make(srv, tmp_path, dry_run=True)
         out = rr.rerank(QUERIES, bm25_like_run(), CORPUS)
         assert srv.requests_total == 0
     assert out.doc_ids("q1") == [f"d{i}" for i in range(N)]
@@ -182,9 +176,8 @@ def test_relevance_generation_scores_by_p_yes(tmp_path):
             return ("No", [("No", -0.05, [("No", -0.05), ("Yes", -3.0)])])
         return ("Maybe", [("Maybe", -0.5, [("Maybe", -0.5), ("No", -1.5), ("Yes", -2.5)])])
 
-    configure(cache_dir=str(tmp_path / "cache"), retry=RetryPolicy.fast())
     with TestServer(reply=script) as srv:
-        rg = RelevanceGeneration(llm=srv.spec("rg-model"), depth=30)
+        rg = RelevanceGeneration(llm=srv.spec("rg-model"), depth=30, context=isolated_context(tmp_path / "cache"))
         out = rg.rerank({"q1": QUERIES["q1"]}, Run({"q1": bm25_like_run()["q1"]}), CORPUS)
         body = srv.requests[0]
         assert srv.requests_total == 30 and body["max_tokens"] == 1 and body["top_logprobs"] == 5
@@ -194,15 +187,15 @@ def test_relevance_generation_scores_by_p_yes(tmp_path):
     assert ids[:10] == [f"d{i}" for i in range(0, 30, 3)]
     assert ids[10:20] == [f"d{i}" for i in range(2, 30, 3)] and ids[20:30] == [f"d{i}" for i in range(1, 30, 3)]
     assert ids[30:] == [f"d{i}" for i in range(30, N)]
-    assert rg.stats()["pairs"] == 30 and rg.stats()["unparseable"] == 0
+    assert rg.stats()["items"] == 30 and rg.stats()["parse_failures"] == 0
     assert rg.config()["shots"] == 4 and len(rg.config()["prompt_template_sha256"]) == 64
 
 
 def test_relevance_generation_without_logprobs_falls_back_to_the_label(tmp_path):
-    configure(cache_dir=str(tmp_path / "cache"), retry=RetryPolicy.fast())
     reply = lambda req: "Yes" if "number 7 " in json.dumps(req) else "No"  # noqa: E731
     with TestServer(reply=reply) as srv:
-        rg = RelevanceGeneration(llm=srv.spec("claude-test", "anthropic"), depth=10)
+        rg = RelevanceGeneration(llm=srv.spec("claude-test", "anthropic"), depth=10,
+                                 context=isolated_context(tmp_path / "cache"))
         out = rg.rerank({"q1": QUERIES["q1"]}, Run({"q1": bm25_like_run()["q1"]}), CORPUS)
     assert out.doc_ids("q1")[:3] == ["d7", "d0", "d1"]  # Yes = 2 first, the No ties keep their order
     assert rg.stats()["no_logprobs"] == 10

@@ -11,7 +11,7 @@ import zipfile
 from importlib import metadata
 
 import pytest
-from harness.testing.venv import build_wheel, fresh_venv, pip
+from harness.testing import build_wheel, fresh_venv, pip
 
 from .conftest import PLUGIN_ROOT
 
@@ -54,7 +54,7 @@ def test_editable_install_is_discovered(monkeypatch):
         pytest.skip("pip install -e plugins/harness-rankgpt --no-deps")
     for var in ("HARNESS_PLUGINS", "HARNESS_BLOCK_PLUGINS", "HARNESS_DISABLE_PLUGIN_AUTOLOAD"):
         monkeypatch.delenv(var, raising=False)
-    from harness.plugins.host import PluginHost
+    from harness import PluginHost
 
     host = PluginHost()
     report = {p["distribution"]: p for p in host.report()}

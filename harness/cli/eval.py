@@ -1,0 +1,117 @@
+"""``harness eval``: run a task and print its metrics (a thin face over :func:`harness.evaluate`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from harness.cli.options import data_dir_option, llm_options, make_context
+from harness.llm.failures import EXIT_INCOMPLETE
+from harness.llm.usage import usage_table
+
+
+@click.command("eval")
+@data_dir_option
+@click.option("--task", "-t", help="Task name (see `harness list-plugins`), e.g. trec-dl19, scifact, demo.")
+@click.option("--dataset", "-d", help="Dataset spec instead of a task, e.g. beir:path=/data/scifact.")
+@click.option("--retriever", "-r", help="First stage, e.g. bm25, dense:model=..., plugin:nv-embed. "
+              "Default: the task's (its candidates in the re-ranking setting).")
+@click.option("--reranker", "rerankers", multiple=True, help="Reranker spec; repeat to chain.")
+@click.option("--judge", "-j", help="Judge spec, e.g. instfol.")
+@click.option("--metric", "-m", "metrics", multiple=True, help="Metric; repeatable. Default: the task's.")
+@click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N queries (N >= 1).")
+@click.option("--depth", "-k", type=click.IntRange(min=1), help="First-stage depth, >= 1 (default: the task's).")
+@click.option("--output", "-o", type=click.Path(file_okay=False), help="Write results.json, per-query "
+              "JSONL and TREC runs here (created and checked for writing before any work).")
+@click.option("--overwrite", is_flag=True, help="Replace the results an --output folder already holds.")
+@click.option("--json", "as_json", is_flag=True, help="Print the aggregate metrics as JSON.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@click.option("--max-llm-failures", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
+              metavar="SHARE", help="Share of LLM requests that may get no usable reply before the run counts as "
+              "INCOMPLETE (exit status 3), e.g. 0.01.")
+@llm_options
+def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, output, overwrite, as_json, quiet,
+             max_llm_failures, llm_settings, cache_dir) -> None:
+    """Run a task: first stage, rerankers, judge, metrics.
+
+    Exit status: 0 done; 2 an input or configuration error (one message); 3 INCOMPLETE, LLM requests
+    got no usable reply beyond --max-llm-failures (metrics are still printed and written, marked)."""
+    from harness.api import evaluate
+
+    if not task and not dataset:
+        raise click.UsageError("give --task NAME or --dataset SPEC")
+    # one context for this command: --quiet silences the components' progress too (encoding,
+    # downloads, LLM batches); --cache-dir is the root of LLM replies and embeddings alike
+    context = make_context(llm_settings, cache_dir, quiet=quiet)
+    result = evaluate(task, dataset=dataset, retriever=retriever, rerankers=rerankers, judge=judge,
+                      metrics=metrics or None, limit=limit, depth=depth, output=output, overwrite=overwrite,
+                      progress=not quiet, max_llm_failures=max_llm_failures, context=context,
+                      command=["harness", *sys.argv[1:]])
+    _print_result(result, as_json, quiet, llm_settings)
+    if not result.complete:
+        sys.exit(EXIT_INCOMPLETE)
+
+
+def _failure_banner(result) -> str:
+    from harness.llm.failures import banner
+
+    if result.is_suite:  # each member that had failures
+        parts = []
+        for name, member in result.members.items():
+            text = banner(member.llm_failures, sum(len(r) for r in member.runs.values()))
+            if text:
+                parts.append(f"[{name}] {text}")
+        return "\n".join(parts)
+    return banner(result.llm_failures, sum(len(r) for r in result.runs.values()))
+
+
+def _print_result(result, as_json: bool, quiet: bool, llm_settings) -> None:
+    from harness.results.table import metrics_table, render, summary_table
+
+    failures = _failure_banner(result)
+    if as_json:
+        if result.is_suite:
+            payload = {"tasks": result.per_task, "mean": result.metrics}
+        else:
+            payload = result.metrics
+        click.echo(json.dumps(payload, indent=2))
+        if failures:
+            click.secho(failures, fg="red" if not result.complete else "yellow", err=True)
+        return
+    if result.usage:
+        if result.is_suite:  # the members' usage added up
+            t = result.usage["total"]
+            click.echo(f"LLM usage over {result.usage['members']} tasks: {t.get('calls', 0)} calls, "
+                       f"{t.get('cache_hits', 0)} cache hits, {t.get('input_tokens', 0)} input and "
+                       f"{t.get('output_tokens', 0)} output tokens, ${t.get('cost_usd', 0):.2f}"
+                       + (" (estimated)" if result.usage["dry_run"] else ""), err=quiet)
+        else:
+            click.echo(usage_table(result.usage), err=quiet)
+        if llm_settings.dry_run:
+            click.secho("dry run: nothing was sent; the metrics below come from placeholder replies",
+                        fg="yellow")
+    if failures:
+        click.secho(failures, fg="red" if not result.complete else "yellow")
+        click.echo()
+    if result.task.table or any(r.task.table for r in result.members.values()):
+        click.echo(summary_table(result))
+        click.echo()
+    if result.is_suite:  # one row per member task, then the mean
+        per_task = result.per_task
+        common = [n for n in result.metrics if all(n in m for m in per_task.values())]
+        rows = [(t, *(m[n] for n in common)) for t, m in per_task.items()]
+        rows.append(("mean", *(result.metrics[n] for n in common)))
+        click.echo(f"{result.task.name}  ({len(result.members)} tasks)")
+        click.echo(render(rows, ["task", *common]))
+        rest = [(t, n, v) for t, m in per_task.items() for n, v in m.items() if n not in common]
+        if rest:  # keys only some members report (per-label figures, bias tables): long form
+            click.echo()
+            click.echo(render(rest, ["task", "metric", "value"]))
+        return
+    comps = [result.components["retriever"]["spec"], *(r["spec"] for r in result.components.get("rerankers", []))]
+    title = f"{result.task.name}  ({' -> '.join(comps)}; {sum(len(r) for r in result.runs.values())} queries)"
+    if not result.complete:
+        title += "  INCOMPLETE"
+    click.echo(metrics_table(result.metrics, title, uncertainty=result.uncertainty, details=result.metric_details))

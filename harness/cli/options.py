@@ -1,0 +1,150 @@
+"""Options shared by the commands, and the :class:`harness.Context` a command runs with.
+
+The CLI builds one context per command from its options and the environment (``--data-dir``,
+``--cache-dir``, the LLM options, ``--quiet``); it never writes ``os.environ`` or module state. The
+plugin host loaded by :func:`harness.cli.main` (to add plugins' commands) is reused.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from harness.concepts.errors import HarnessError
+from harness.llm.settings import DEFAULT_MAX_CONCURRENCY
+
+
+@dataclass
+class CliState:
+    """What the group's options leave for the command (``click.Context.obj``)."""
+
+    host: Any = None
+    data_dir: str | None = None
+
+
+def cli_state(ctx: click.Context | None = None) -> CliState:
+    ctx = ctx or click.get_current_context()
+    root = ctx.find_root()
+    if not isinstance(root.obj, CliState):
+        root.obj = CliState()
+    return root.obj
+
+
+def make_context(llm_settings: Any = None, cache_dir: str | None = None, quiet: bool = False,
+                 check_data: bool = True) -> Any:
+    """The context of the running command: the plugin host, ``--data-dir`` (a folder given by the
+    option must exist unless ``check_data`` is False), the cache root, LLM settings and progress."""
+    from harness.plugins.host import PluginHost
+    from harness.runtime.context import Context
+    from harness.runtime.progress import ProgressSettings
+
+    state = cli_state()
+    if state.host is None:
+        state.host = PluginHost()
+    context = Context.create(host=state.host, data_dir=state.data_dir, data_dir_given_by="--data-dir",
+                             cache_dir=cache_dir, llm=llm_settings,
+                             progress=ProgressSettings.from_env(quiet=quiet))
+    if check_data:
+        context.data.check_exists()
+    return context
+
+
+_DATA_DIR_HELP = ("Where benchmark files are read from and downloaded to (default: $HARNESS_DATA, else "
+                  "~/.cache/harness/data). Give it before or after the command name.")
+
+
+def data_dir_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--data-dir`` for the group and for each command that reads data, so it works before or after
+    the command name (the last one given wins); it is recorded for :func:`make_context`."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+        if value is not None and not ctx.resilient_parsing:
+            cli_state(ctx).data_dir = value
+
+    return click.option("--data-dir", type=click.Path(file_okay=False), expose_value=False, callback=callback,
+                        help=_DATA_DIR_HELP)(f)
+
+
+def _check_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    from harness.llm.spec import parse_llm_spec
+
+    try:
+        parse_llm_spec(value)
+    except HarnessError as exc:
+        raise click.BadParameter(str(exc)) from exc
+    return value
+
+
+LLM_OPTION = click.option(
+    "--llm", metavar="PROVIDER:MODEL", envvar="HARNESS_LLM", callback=_check_spec,
+    help="Default LLM for LLM components, e.g. openai:gpt-4o-mini, anthropic:claude-3-5-haiku-latest, "
+         "vllm:MODEL:base_url=http://127.0.0.1:8000/v1 [env HARNESS_LLM]",
+)
+MAX_CONCURRENCY_OPTION = click.option(
+    "--max-concurrency", type=click.IntRange(1, 4096), default=None, envvar="HARNESS_MAX_CONCURRENCY",
+    help=f"LLM requests in flight per endpoint "
+         f"[default {DEFAULT_MAX_CONCURRENCY}; env HARNESS_MAX_CONCURRENCY]",
+)
+DRY_RUN_OPTION = click.option(
+    "--dry-run", is_flag=True, default=False,
+    help="Send no LLM request: estimate calls, tokens and cost (cache hits are free); "
+         "components see empty placeholder replies",
+)
+CACHE_DIR_OPTION = click.option(
+    "--cache-dir", type=click.Path(file_okay=False), default=None,
+    help="Cache root; LLM replies go to its llm/ subfolder [default $HARNESS_CACHE_DIR or ~/.cache/harness]",
+)
+NO_CACHE_OPTION = click.option(
+    "--no-llm-cache", is_flag=True, default=False, help="Neither read nor write the LLM reply cache",
+)
+TIMEOUT_OPTION = click.option(
+    "--llm-timeout", type=click.FloatRange(min=0.001), default=None, envvar="HARNESS_LLM_TIMEOUT", metavar="SECONDS",
+    help="Read timeout of one LLM HTTP attempt [default 60; env HARNESS_LLM_TIMEOUT]",
+)
+CONNECT_TIMEOUT_OPTION = click.option(
+    "--llm-connect-timeout", type=click.FloatRange(min=0.001), default=None, envvar="HARNESS_LLM_CONNECT_TIMEOUT",
+    metavar="SECONDS",
+    help="Time to open a connection to an LLM endpoint [default 10; env HARNESS_LLM_CONNECT_TIMEOUT]",
+)
+BUDGET_OPTION = click.option(
+    "--llm-budget", type=click.FloatRange(min=0.001), default=None, envvar="HARNESS_LLM_BUDGET", metavar="SECONDS",
+    help="Time one LLM call may take in all, retries and waits included [default 120; env HARNESS_LLM_BUDGET]",
+)
+PRICES_OPTION = click.option(
+    "--prices", type=click.Path(exists=True, dir_okay=False), default=None, envvar="HARNESS_PRICES",
+    help="JSON/TOML file overriding LLM prices (USD per 1M tokens) [env HARNESS_PRICES]",
+)
+LLM_OPTIONS = (
+    LLM_OPTION, MAX_CONCURRENCY_OPTION, DRY_RUN_OPTION, CACHE_DIR_OPTION, NO_CACHE_OPTION, PRICES_OPTION,
+    TIMEOUT_OPTION, CONNECT_TIMEOUT_OPTION, BUDGET_OPTION,
+)
+
+
+def llm_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the LLM options to a click command; the command receives ``llm_settings`` (an
+    :class:`LLMSettings`: the environment's defaults with the options given applied) and
+    ``cache_dir`` (the cache root, or None) instead of the separate values."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, llm: str | None, max_concurrency: int | None, dry_run: bool,
+                cache_dir: str | None, no_llm_cache: bool, prices: str | None, llm_timeout: float | None,
+                llm_connect_timeout: float | None, llm_budget: float | None, **kwargs: Any) -> Any:
+        from harness.llm.settings import LLMSettings
+
+        settings = LLMSettings.from_env(
+            llm=llm, max_concurrency=max_concurrency, dry_run=dry_run or None, cache_dir=cache_dir,
+            use_cache=False if no_llm_cache else None, prices=prices, timeout=llm_timeout,
+            connect_timeout=llm_connect_timeout, budget=llm_budget)
+        return f(*args, llm_settings=settings, cache_dir=cache_dir, **kwargs)
+
+    for option in reversed(LLM_OPTIONS):
+        wrapper = option(wrapper)
+    return wrapper
+
+

@@ -1,0 +1,222 @@
+"""An LLM session: the clients, endpoints, caches and usage of one evaluation.
+
+Every LLM-backed component of an evaluation asks the session of the evaluation's
+:class:`harness.Context` for its client (``context.llm.client(spec, temperature=0)``); clients with
+the same arguments are shared, clients of one endpoint share its concurrency bound, first-call gate
+and circuit breaker, and :meth:`LLMSession.usage` merges what they all did. Nothing here is
+process-wide: two sessions (two evaluations) never see each other's clients or counters.
+
+:func:`get_client` is the shortcut for code outside an evaluation (a notebook, a test): a client in
+a session of its own.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from harness.concepts.errors import HarnessError, UnknownComponentError
+from harness.llm.cache import LLMCache, llm_cache_dir
+from harness.llm.client import Client
+from harness.llm.dryrun import DryRun
+from harness.llm.endpoint import Endpoint
+from harness.llm.pricing import PriceTable
+from harness.llm.retry import RetryPolicy
+from harness.llm.settings import LLMSettings
+from harness.llm.spec import ALIASES, LLMSpec, parse_llm_spec
+from harness.llm.types import ChatOptions
+from harness.llm.usage import Usage
+from harness.runtime.progress import ProgressSettings
+from harness.runtime.redact import redact_url
+
+
+def builtin_provider_registry() -> Any:
+    """A registry holding only the built-in providers (openai, anthropic, openai-compatible)."""
+    from harness.llm import builtin
+    from harness.plugins.registry import CORE_DIST, Component, Registry
+
+    registry = Registry()
+
+    def register(name: str, factory: Any, description: str = "") -> None:
+        registry.add(Component("llm_provider", name, factory, description, CORE_DIST))
+
+    builtin.register_llm_providers(register=register)
+    return registry
+
+
+class LLMSession:
+    """Clients of one evaluation. ``settings``: the defaults (``--llm``, concurrency, cache, dry run,
+    timeouts); ``registry``: where providers are looked up (None: the built-in providers, then every
+    installed plugin's for a name they lack); ``progress``: how client batches report progress."""
+
+    def __init__(self, settings: LLMSettings | None = None, registry: Any = None,
+                 progress: ProgressSettings | None = None) -> None:
+        self.settings = settings or LLMSettings()
+        self._registry = registry
+        self._builtin: Any = None
+        self._installed: Any = None
+        self.progress = progress
+        self._lock = threading.Lock()
+        self._clients: dict[tuple, Client] = {}
+        self._all: list[Client] = []
+        self._endpoints: dict[tuple, Endpoint] = {}
+        self._caches: dict[Path, LLMCache] = {}
+        self._prices: dict[str | None, PriceTable] = {}
+
+    def __repr__(self) -> str:
+        return f"LLMSession(llm={self.settings.llm!r}, clients={len(self._all)}, dry_run={self.settings.dry_run})"
+
+    # -- pieces ------------------------------------------------------------------------------
+    def registry(self, provider: str | None = None) -> Any:
+        """The registry providers come from: the one given, else the built-in providers, else (for a
+        provider they lack) every installed plugin's."""
+        if self._registry is not None:
+            return self._registry
+        if self._builtin is None:
+            self._builtin = builtin_provider_registry()
+        if provider is None or provider in self._builtin.components["llm_provider"]:
+            return self._builtin
+        if self._installed is None:
+            from harness.plugins.host import PluginHost
+
+            self._installed = PluginHost().registry
+        return self._installed
+
+    def resolve_provider(self, spec: LLMSpec, *, require_key: bool = True) -> Any:
+        """Create the provider a spec names (kind ``llm_provider``), with the session's timeouts."""
+        registry = self.registry(spec.provider)
+        known = set(registry.names("llm_provider"))
+        if spec.provider not in known:
+            raise UnknownComponentError("llm_provider", spec.provider, known | set(ALIASES))
+        component = registry.lookup("llm_provider", spec.provider)
+        kwargs: dict[str, Any] = {"model": spec.model, "require_key": require_key, **spec.provider_args}
+        if spec.base_url:
+            kwargs["base_url"] = spec.base_url
+        if self.settings.timeout is not None:
+            kwargs.setdefault("timeout", self.settings.timeout)
+        if self.settings.connect_timeout is not None:
+            kwargs.setdefault("connect_timeout", self.settings.connect_timeout)
+        try:
+            return component.factory(**kwargs)
+        except TypeError as exc:
+            raise HarnessError(f"LLM {spec}: bad arguments for provider {spec.provider!r}: {exc}") from exc
+
+    def prices(self, path: str | None = None) -> PriceTable:
+        path = path if path is not None else self.settings.prices
+        with self._lock:
+            if path not in self._prices:
+                self._prices[path] = PriceTable.load(path)
+            return self._prices[path]
+
+    def cache(self, root: str | Path | None = None) -> LLMCache:
+        """The reply cache under ``root`` (default: the settings' cache root), one per folder."""
+        path = llm_cache_dir(root if root is not None else self.settings.cache_dir).expanduser().resolve()
+        with self._lock:
+            if path not in self._caches:
+                self._caches[path] = LLMCache(path)
+            return self._caches[path]
+
+    # -- clients -----------------------------------------------------------------------------
+    def client(
+        self,
+        spec: str | LLMSpec | None = None,
+        *,
+        cache_dir: str | Path | None = None,
+        use_cache: bool | None = None,
+        max_concurrency: int | None = None,
+        dry_run: bool | None = None,
+        retry: RetryPolicy | None = None,
+        prices: str | Path | None = None,
+        shared: bool = True,
+        **defaults: Any,
+    ) -> Client:
+        """A client for ``spec`` (default: the settings' ``llm``, i.e. ``--llm``). Arguments left None
+        take the session's settings; ``defaults`` are chat options applied to every call
+        (``temperature=0.7``...). With ``shared`` the same arguments return the same client. A
+        missing API key raises :class:`MissingKey` here, before any work starts (not in dry runs,
+        not for loopback URLs)."""
+        s = self.settings
+        spec = spec if spec is not None else s.llm
+        if spec is None:
+            raise HarnessError("no LLM given: pass --llm PROVIDER:MODEL (e.g. --llm openai:gpt-4o-mini)")
+        parsed = spec if isinstance(spec, LLMSpec) else parse_llm_spec(spec)
+        dry = s.dry_run if dry_run is None else dry_run
+        use_cache = s.use_cache if use_cache is None else use_cache
+        root = cache_dir if cache_dir is not None else s.cache_dir
+        conc = int(max_concurrency or parsed.client_args.get("max_concurrency") or s.max_concurrency)
+        retry = retry or s.retry
+        price_path = str(prices) if prices is not None else s.prices
+        opts = ChatOptions().merged(**{**parsed.options, **defaults})
+        ident = (str(parsed), str(root), use_cache, conc, dry, retry, price_path, repr(opts))
+        with self._lock:
+            if shared and ident in self._clients:
+                return self._clients[ident]
+        provider = self.resolve_provider(parsed, require_key=not dry)
+        where = (provider.name, getattr(provider, "base_url", None), conc)
+        with self._lock:  # clients of one endpoint (and bound) share the in-flight limit and the breaker
+            endpoint = self._endpoints.get(where)
+            if endpoint is None:
+                label = f"{provider.name} at {redact_url(where[1])}" if where[1] else provider.name
+                endpoint = self._endpoints[where] = Endpoint(label, conc, s.max_consecutive_failures)
+        cache = None
+        if use_cache:
+            cache = self.cache(root)
+            if retry.budget:
+                cache.claim_ttl = retry.budget + 60.0
+        client = Client(
+            provider,
+            cache=cache,
+            retry=retry,
+            max_concurrency=conc,
+            usage=Usage(self.prices(price_path), dry_run=dry),
+            dry_run=DryRun(output_tokens=s.dry_run_output_tokens) if dry else False,
+            defaults=opts,
+            spec=str(parsed),
+            endpoint=endpoint,
+            progress=self.progress,
+        )
+        with self._lock:
+            if shared:
+                client = self._clients.setdefault(ident, client)
+            if client not in self._all:
+                self._all.append(client)
+        return client
+
+    @property
+    def clients(self) -> list[Client]:
+        with self._lock:
+            return list(self._all)
+
+    @property
+    def endpoints(self) -> list[Endpoint]:
+        with self._lock:
+            return list(self._endpoints.values())
+
+    def usage(self) -> Usage:
+        """Usage of every client of this session, merged (for results.json)."""
+        clients = self.clients
+        if not clients:
+            return Usage(self.prices(), dry_run=self.settings.dry_run)
+        return Usage.merged([c.usage for c in clients], self.prices())
+
+    def report(self) -> dict[str, Any]:
+        """Settings, usage and endpoints for results.json; empty when no client was created."""
+        if not self.clients:
+            return {}
+        return {"settings": self.settings.as_dict(), **self.usage().as_dict(),
+                "endpoints": [e.describe() for e in self.endpoints]}
+
+    def close(self) -> None:
+        with self._lock:
+            caches = list(self._caches.values())
+        for cache in caches:
+            cache.close()
+
+
+def get_client(spec: str | LLMSpec | None = None, *, settings: LLMSettings | None = None, registry: Any = None,
+               **kwargs: Any) -> Client:
+    """A client in a session of its own, for code outside an evaluation (components get theirs from
+    ``context.llm.client(...)``): ``get_client("openai:gpt-4o-mini", cache_dir=tmp, temperature=0)``.
+    ``kwargs`` are :meth:`LLMSession.client`'s."""
+    return LLMSession(settings, registry).client(spec, **kwargs)

@@ -1,0 +1,100 @@
+"""The context of an evaluation: everything it runs with, in one object passed explicitly.
+
+A :class:`Context` holds the plugin host and its registry, the data folder, the cache folder, the
+LLM session (defaults, clients, endpoints, usage) and the progress settings. The CLI builds one from
+its options and the environment; ``harness.evaluate`` builds one when none is given. Components that
+need any of it take an optional ``context`` argument in their factory, and the registry passes it
+(see :meth:`harness.plugins.registry.Registry.build`). Nothing lives in module globals, so two
+evaluations in one process never see each other's components, settings or counters.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.data.folder import DataFolder
+from harness.llm.session import LLMSession
+from harness.llm.settings import LLMSettings
+from harness.runtime.cachedir import default_cache_dir
+from harness.runtime.progress import ProgressSettings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from harness.plugins.host import PluginHost
+    from harness.plugins.registry import Registry
+
+
+
+@dataclass
+class Context:
+    """``host``: the plugin host (its ``registry`` finds components; its report gives versions);
+    ``data``: the data folder; ``cache_dir``: the cache root (``llm/`` replies, ``embeddings/``);
+    ``llm``: the LLM session of this evaluation; ``progress``: how long work reports progress."""
+
+    host: PluginHost
+    data: DataFolder
+    cache_dir: Path
+    llm: LLMSession
+    progress: ProgressSettings = field(default_factory=ProgressSettings)
+
+    @property
+    def registry(self) -> Registry:
+        return self.host.registry
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        host: PluginHost | None = None,
+        registry: Registry | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        data_dir_given_by: str = "Context(data_dir=...)",
+        cache_dir: str | os.PathLike[str] | None = None,
+        llm: LLMSettings | None = None,
+        progress: ProgressSettings | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> Context:
+        """A context from explicit values, the rest from the environment (read now, once):
+        ``HARNESS_DATA``, ``HARNESS_CACHE_DIR``, ``HARNESS_LLM`` and the other LLM variables,
+        ``HARNESS_PROGRESS``. ``registry``: use this registry (a host is made around it); ``host``:
+        a loaded plugin host; neither: load the installed plugins."""
+        from harness.plugins.host import PluginHost
+
+        env = os.environ if environ is None else environ
+        if host is None:
+            host = PluginHost.around(registry) if registry is not None else PluginHost(environ=env)
+        cache = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir(env)
+        settings = llm if llm is not None else LLMSettings.from_env(env)
+        if settings.cache_dir is None:
+            settings = replace(settings, cache_dir=str(cache))
+        prog = progress if progress is not None else ProgressSettings.from_env(env)
+        data = DataFolder.from_env(data_dir, data_dir_given_by, env)
+        return cls(host, data, cache, LLMSession(settings, host.registry, prog), prog)
+
+    def for_evaluation(self, **llm_changes: Any) -> Context:
+        """A copy with a fresh LLM session (settings changed by ``llm_changes``, None values ignored):
+        each evaluation counts its own calls and creates its own clients."""
+        settings = self.llm.settings.merged(**llm_changes)
+        return replace(self, llm=LLMSession(settings, self.host.registry, self.progress))
+
+    @classmethod
+    def of(cls, context: Context | None) -> Context:
+        """``context``, or a new one from the environment (a component used outside an evaluation:
+        ``RankGPT(llm=...)`` in a notebook)."""
+        return context if context is not None else cls.create()
+
+    def versions(self) -> dict[str, str]:
+        """Versions of the core, each loaded plugin's distribution and key libraries, for results."""
+        return self.host.versions()
+
+    def __repr__(self) -> str:
+        return (f"Context(data={str(self.data.path)!r}, cache_dir={str(self.cache_dir)!r}, "
+                f"llm={self.llm.settings.llm!r}, dry_run={self.llm.settings.dry_run}, progress={self.progress.mode!r})")
+
+
+def ensure_context(context: Context | None) -> Context:
+    """``context``, or a new one from the environment (a component used outside an evaluation)."""
+    return Context.of(context)

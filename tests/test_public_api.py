@@ -1,0 +1,106 @@
+"""The public surface (docs/api.md) is what the public modules export, every name resolves, the
+in-repo plugins import nothing else, and the page's examples run."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+API_DOC = REPO / "docs" / "api.md"
+PUBLIC = ("harness", "harness.llm", "harness.formats", "harness.metrics", "harness.retrievers.dense",
+          "harness.testing", "harness.cli")
+
+
+def documented() -> dict[str, set[str]]:
+    """Module -> the names in the first column of its table on docs/api.md (``a`` / ``b`` rows hold several)."""
+    out: dict[str, set[str]] = {}
+    module = None
+    for line in API_DOC.read_text(encoding="utf-8").splitlines():
+        heading = re.match(r"^## `([\w.]+)`$", line)
+        if heading:
+            module = heading.group(1)
+            out[module] = set()
+        elif module and line.startswith("| `"):
+            first = line.split("|")[1]
+            out[module] |= set(re.findall(r"`(\w+)`", first))
+    return out
+
+
+def test_the_page_lists_exactly_each_public_modules_exports():
+    doc = documented()
+    assert set(doc) == set(PUBLIC)
+    for name in PUBLIC:
+        mod = importlib.import_module(name)
+        exported = set(mod.__all__)
+        assert doc[name] == exported, (name, "documented, not exported:", doc[name] - exported,
+                                       "exported, not documented:", exported - doc[name])
+
+
+@pytest.mark.parametrize("module", PUBLIC)
+def test_every_exported_name_resolves(module):
+    mod = importlib.import_module(module)
+    for name in mod.__all__:
+        assert getattr(mod, name) is not None, (module, name)
+
+
+def _plugin_files() -> list[Path]:
+    return sorted(p for p in (REPO / "plugins").rglob("*.py") if "build" not in p.parts)
+
+
+def _violations(path: Path) -> list[str]:
+    """Imports of ``harness`` internals in one plugin file (package or tests)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if (alias.name == "harness" or alias.name.startswith("harness.")) and alias.name not in PUBLIC:
+                    bad.append(f"{path.relative_to(REPO)}:{node.lineno}: import {alias.name}")
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            mod = node.module
+            if not (mod == "harness" or mod.startswith("harness.")):
+                continue
+            if mod not in PUBLIC:
+                bad.append(f"{path.relative_to(REPO)}:{node.lineno}: from {mod} import ...")
+                continue
+            exported = set(importlib.import_module(mod).__all__)
+            for alias in node.names:
+                if alias.name not in exported:
+                    bad.append(f"{path.relative_to(REPO)}:{node.lineno}: from {mod} import {alias.name}")
+    return bad
+
+
+def test_in_repo_plugins_import_only_the_public_surface():
+    files = _plugin_files()
+    assert len(files) > 40  # every plugin's package and tests
+    bad = [v for f in files for v in _violations(f)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_import_check_catches_an_internal_import(tmp_path):
+    f = tmp_path / "plugin.py"
+    f.write_text("from harness.llm.client import Client\nfrom harness import Run, evaluate_internal\n"
+                 "import harness.data.folder\n")
+    import tests.test_public_api as me
+
+    old = me.REPO
+    me.REPO = tmp_path
+    try:
+        assert len(_violations(f)) == 3
+    finally:
+        me.REPO = old
+
+
+def _examples() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", API_DOC.read_text(encoding="utf-8"), re.S)
+
+
+@pytest.mark.parametrize("index", range(len(_examples())))
+def test_the_pages_examples_run(index, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    exec(compile(_examples()[index], f"docs/api.md example {index + 1}", "exec"), {"__name__": "docs_example"})
