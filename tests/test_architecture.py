@@ -13,16 +13,16 @@ PLUGINS = ("harness_nv_embed", "harness_rankgpt", "harness_infosearch", "harness
            "harness_qlm", "plugins")
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+def module_name(path: Path, pkg: Path = PKG) -> str:
+    parts = list(path.relative_to(pkg.parent).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> set[str]:
+def _imports(path: Path, pkg: Path = PKG) -> set[str]:
     """Absolute names of every module a file imports anywhere, type-checking imports included
     (relative imports resolved)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    mod = module_name(path).split(".")
+    mod = module_name(path, pkg).split(".")
     package = mod if path.name == "__init__.py" else mod[:-1]
     out: set[str] = set()
     for node in ast.walk(tree):
@@ -76,17 +76,22 @@ def test_no_forbidden_imports(rule, files, forbidden):
     assert not bad, f"{rule}: " + "; ".join(bad)
 
 
-def test_no_import_cycles():
-    """No two modules import each other, directly or through others (facade ``__init__`` modules that
-    only re-export lazily are left out)."""
-    modules = {module_name(p): p for p in PKG.rglob("*.py")}
+PACKAGES = [PKG, *sorted(p.parent for p in (PKG.parent / "plugins").glob("*/*/__init__.py")
+                         if p.parent.name != "tests")]
+
+
+@pytest.mark.parametrize("pkg", PACKAGES, ids=[p.name for p in PACKAGES])
+def test_no_import_cycles(pkg: Path):
+    """No two modules of a package (the core, each plugin) import each other, directly or through
+    others (``__init__`` modules, facades that re-export, are left out)."""
+    modules = {module_name(p, pkg): p for p in pkg.rglob("*.py")}
     facades = {m for m, p in modules.items() if p.name == "__init__.py"}
     graph: dict[str, set[str]] = {}
     for mod, path in modules.items():
         if mod in facades:
             continue
         deps = set()
-        for name in _imports(path):
+        for name in _imports(path, pkg):
             while name and name not in modules:
                 name = name.rpartition(".")[0]
             if name and name != mod and name not in facades:

@@ -14,8 +14,8 @@ from harness.concepts.document import Document
 from harness.concepts.errors import HarnessError
 from harness.concepts.query import Query
 from harness.concepts.run import Run
-from harness.retrievers.dense import presets
-from harness.retrievers.dense.retriever import DEFAULT_MODEL, DenseReranker, DenseRetriever, packaged_model_path
+from harness.retrievers.dense import DEFAULT_MODEL, DenseReranker, DenseRetriever, presets
+from harness.retrievers.dense.model import packaged_model_path
 
 CORPUS = {
     "photo": Document("photo", "Plants use chlorophyll to turn sunlight, water and carbon dioxide into glucose "
@@ -282,7 +282,8 @@ def test_registry_builds_dense_from_a_spec(cache_dir, monkeypatch):
 
 def test_importing_the_modules_loads_no_model_library():
     code = ("import sys, harness.retrievers.dense.presets, harness.retrievers.dense.retriever, "
-            "harness.retrievers.dense.cache; "
+            "harness.retrievers.dense.cache, harness.retrievers.dense.encoder, harness.retrievers.dense.model, "
+            "harness.retrievers.dense.search; "
             "bad = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)

