@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from harness.cli.batch import batch_group
 from harness.cli.cache import cache_group
 from harness.cli.compare import compare_cmd, report_cmd
 from harness.cli.data import data_group
@@ -17,15 +18,20 @@ from harness.cli.options import CliState, data_dir_option, make_context
 from harness.cli.plugins import list_plugins_cmd, new_plugin_cmd
 from harness.cli.score import score_cmd
 from harness.concepts.errors import HarnessError
+from harness.llm.errors import BatchPending
 
 
 class _Group(click.Group):
     """Reports HarnessError, and an OSError about a named file (a path given by the user that is too
-    long, unreadable, ...), as one clean line and exit status 2, never a traceback."""
+    long, unreadable, ...), as one clean line and exit status 2, never a traceback. Batches left
+    pending (``--no-wait``) are one status line and exit status 75."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except BatchPending as exc:
+            click.echo(str(exc), err=True)
+            ctx.exit(exc.exit_code)
         except HarnessError as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(2)
@@ -46,7 +52,7 @@ def cli() -> None:
 
 
 for _command in (list_plugins_cmd, eval_cmd, score_cmd, cache_group, compare_cmd, report_cmd, data_group,
-                 new_plugin_cmd):
+                 new_plugin_cmd, batch_group):
     cli.add_command(_command)
 
 

@@ -26,6 +26,19 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
+def _pending_batches(folder: Path) -> int:
+    """Batches of `--llm-batch` runs still live in the journal beside the cache (0 without one)."""
+    from harness.llm.batch.journal import FILENAME, LIVE, BatchJournal
+
+    if not (folder / FILENAME).is_file():
+        return 0
+    journal = BatchJournal(folder / FILENAME)
+    try:
+        return len(journal.batches(LIVE))
+    finally:
+        journal.close()
+
+
 @click.group("cache")
 def cache_group() -> None:
     """Inspect or clear the LLM reply cache."""
@@ -45,6 +58,7 @@ def cache_info(cache_dir: str | None, as_json: bool) -> None:
     """Entries, size and folder of the LLM cache, with counts per model."""
     cache = _cache(cache_dir)
     info = cache.info()
+    info["pending_batches"] = _pending_batches(cache.path)
     cache.close()
     if as_json:
         click.echo(json.dumps(info, indent=2))
@@ -54,6 +68,8 @@ def cache_info(cache_dir: str | None, as_json: bool) -> None:
     click.echo(f"size:    {_size(info['size_bytes'])}")
     for model, n in sorted(info["by_model"].items()):
         click.echo(f"  {model:<50} {n:>8}")
+    if info["pending_batches"]:
+        click.echo(f"pending batches: {info['pending_batches']} (`harness batch status` lists them)")
     if info["corrupt_copies"]:
         click.echo(f"corrupt databases moved aside (kept for inspection; `harness cache clear` removes them): "
                    f"{', '.join(info['corrupt_copies'])}")

@@ -86,7 +86,9 @@ def _print_result(result, as_json: bool, quiet: bool, llm_settings) -> None:
             click.echo(f"LLM usage over {result.usage['members']} tasks: {t.get('calls', 0)} calls, "
                        f"{t.get('cache_hits', 0)} cache hits, {t.get('input_tokens', 0)} input and "
                        f"{t.get('output_tokens', 0)} output tokens, ${t.get('cost_usd', 0):.2f}"
-                       + (" (estimated)" if result.usage["dry_run"] else ""), err=quiet)
+                       + (" (estimated)" if result.usage["dry_run"] else "")
+                       + (f"; {t['batch']['calls']} calls via the batch API in {t['batch']['rounds']} round(s)"
+                          if t.get("batch", {}).get("calls") else ""), err=quiet)
         else:
             click.echo(usage_table(result.usage), err=quiet)
         if llm_settings.dry_run:

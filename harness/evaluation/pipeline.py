@@ -114,14 +114,15 @@ def check_limits(limit: int | None = None, depth: int | None = None) -> None:
 
 
 def _context_for(context: Context | None, registry: Registry | None, llm: str | None, max_concurrency: int | None,
-                 dry_run: bool | None) -> Context:
+                 dry_run: bool | None, batch: bool | None = None, batch_wait: bool | None = None) -> Context:
     """The evaluation's own context: the one given (or one from the environment), with a fresh LLM
     session carrying this call's LLM options. Nothing of it outlives the evaluation."""
     if context is None:
         context = Context.create(registry=registry)
     elif registry is not None and registry is not context.registry:
         raise HarnessError("give either context= or registry=, not both")
-    return context.for_evaluation(llm=llm, max_concurrency=max_concurrency, dry_run=dry_run)
+    return context.for_evaluation(llm=llm, max_concurrency=max_concurrency, dry_run=dry_run, batch=batch,
+                                  batch_wait=batch_wait)
 
 
 def evaluate(
@@ -144,9 +145,14 @@ def evaluate(
     max_concurrency: int | None = None,
     dry_run: bool | None = None,
     max_llm_failures: float = 0.0,
+    llm_batch: bool | None = None,
+    llm_batch_wait: bool | None = None,
 ) -> EvalResult:
-    """Run one evaluation. Mirrors ``harness eval``: ``llm``, ``max_concurrency`` and ``dry_run`` are
-    its ``--llm``, ``--max-concurrency`` and ``--dry-run`` (defaults for LLM-backed components).
+    """Run one evaluation. Mirrors ``harness eval``: ``llm``, ``max_concurrency``, ``dry_run``,
+    ``llm_batch`` and ``llm_batch_wait=False`` are its ``--llm``, ``--max-concurrency``,
+    ``--dry-run``, ``--llm-batch`` and ``--no-wait`` (for LLM-backed components). With
+    ``llm_batch_wait=False`` a run whose batches are still pending raises
+    :class:`~harness.llm.errors.BatchPending`; calling it again collects them and goes on.
 
     Components are spec strings (``"bm25:k1=0.9"``, resolved through the registry) or objects that
     implement the protocol (a retriever built in a notebook). ``context``: the plugins, data folder,
@@ -168,7 +174,7 @@ def evaluate(
         max_llm_failures = check_share(max_llm_failures)
     except (TypeError, ValueError) as exc:
         raise HarnessError(str(exc)) from None
-    ctx = _context_for(context, registry, llm, max_concurrency, dry_run)
+    ctx = _context_for(context, registry, llm, max_concurrency, dry_run, llm_batch, llm_batch_wait)
     the_task = resolve_task(ctx, task, dataset)
     if the_task.is_suite:
         return evaluate_suite(the_task, ctx, retriever=retriever, rerankers=rerankers, judge=judge, metrics=metrics,
@@ -295,6 +301,43 @@ def evaluate(
     return result
 
 
+def _run_members(suite: Task, context: Context, output: str | None, progress: bool,
+                 kwargs: dict[str, Any]) -> dict[str, EvalResult]:
+    """Each member's result. In batch mode every member first runs without waiting, so the first
+    stage of all of them is submitted at once; the members still pending then run again, waiting
+    (``--no-wait``: the suite stops there, one line for all)."""
+    from harness.llm.errors import BatchPending
+
+    settings = context.llm.settings
+    first_pass = settings.batch and not settings.dry_run
+    results: dict[str, EvalResult] = {}
+    pending: dict[str, BatchPending] = {}
+
+    def run(name: str, **extra: Any) -> EvalResult:
+        sub_out = None if output is None else str(Path(output) / name.replace(":", "_"))
+        return evaluate(name, output=sub_out, overwrite=True, progress=progress, context=context, **kwargs, **extra)
+
+    for name in suite.tasks:
+        _log(f"[harness] suite {suite.name}: {name}", progress)
+        if not first_pass:
+            results[name] = run(name)
+            continue
+        try:
+            results[name] = run(name, llm_batch_wait=False)
+        except BatchPending as waiting:
+            pending[name] = waiting
+    if pending and not settings.batch_wait:
+        raise BatchPending(f"pending: {sum(p.requests for p in pending.values())} request(s) in "
+                           f"{sum(p.batches for p in pending.values())} batch(es) for {len(pending)} task(s) of "
+                           f"{suite.name} ({', '.join(pending)}); run the same command again to collect them and go on",
+                           batches=sum(p.batches for p in pending.values()),
+                           requests=sum(p.requests for p in pending.values()))
+    for name in pending:
+        _log(f"[harness] suite {suite.name}: {name} (collecting its batches)", progress)
+        results[name] = run(name)
+    return {name: results[name] for name in suite.tasks}
+
+
 def sum_usage(usages: list[dict[str, Any]]) -> dict[str, Any]:
     """Members' LLM usage added up: totals and per-model counts (calls, cache hits, tokens, cost)."""
     usages = [u for u in usages if u]
@@ -303,7 +346,7 @@ def sum_usage(usages: list[dict[str, Any]]) -> dict[str, Any]:
 
     def add(into: dict[str, Any], part: dict[str, Any]) -> None:
         for key, value in part.items():
-            if isinstance(value, dict) and key in ("errors", "failure_kinds"):  # counts by kind
+            if isinstance(value, dict) and key in ("errors", "failure_kinds", "batch"):  # counts by kind, batch part
                 add(into.setdefault(key, {}), value)
             elif isinstance(value, list) and key == "failure_examples":
                 into.setdefault(key, []).extend(value[: max(0, 5 - len(into.get(key, [])))])
@@ -330,11 +373,7 @@ def evaluate_suite(suite: Task, context: Context, *, output: str | None = None, 
         from harness.results.store import prepare_output
 
         prepare_output(output, overwrite=overwrite, members=suite.tasks)
-    results: dict[str, EvalResult] = {}
-    for name in suite.tasks:
-        _log(f"[harness] suite {suite.name}: {name}", progress)
-        sub_out = None if output is None else str(Path(output) / name.replace(":", "_"))
-        results[name] = evaluate(name, output=sub_out, overwrite=True, progress=progress, context=context, **kwargs)
+    results = _run_members(suite, context, output, progress, kwargs)
     names: list[str] = []
     for r in results.values():
         names += [n for n in r.metrics if n not in names]

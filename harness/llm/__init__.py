@@ -48,6 +48,7 @@ _EXPORTS = {
     "BadRequest": "harness.llm.errors",
     "MalformedReply": "harness.llm.errors",
     "EndpointUnavailable": "harness.llm.errors",
+    "NotProcessed": "harness.llm.errors",
     # fatal errors (the run stops)
     "FatalLLMError": "harness.llm.errors",
     "AuthError": "harness.llm.errors",
@@ -55,11 +56,19 @@ _EXPORTS = {
     "ModelNotFound": "harness.llm.errors",
     "LogprobsUnsupported": "harness.llm.errors",
     "RunStopped": "harness.llm.errors",
+    # batch mode
+    "BatchPending": "harness.llm.errors",
     # writing a provider
     "Provider": "harness.llm.providers.base",
     "BaseProvider": "harness.llm.providers.base",
     "map_sdk_error": "harness.llm.providers.base",
+    "error_for_status": "harness.llm.providers.base",
     "resolve_key": "harness.llm.providers.base",
+    # a provider's batch API
+    "BatchAPI": "harness.llm.batch.api",
+    "BatchLimits": "harness.llm.batch.api",
+    "RemoteStatus": "harness.llm.batch.api",
+    "Unprocessed": "harness.llm.batch.api",
     # pointwise scoring
     "PointwiseScorer": "harness.llm.pointwise",
     "Item": "harness.llm.pointwise",
@@ -68,10 +77,12 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
+    from harness.llm.batch.api import BatchAPI, BatchLimits, RemoteStatus, Unprocessed  # noqa: F401
     from harness.llm.client import Client  # noqa: F401
     from harness.llm.errors import (  # noqa: F401
         AuthError,
         BadRequest,
+        BatchPending,
         ConnectionFailed,
         EndpointUnavailable,
         FatalLLMError,
@@ -81,12 +92,13 @@ if TYPE_CHECKING:  # pragma: no cover
         MalformedReply,
         MissingKey,
         ModelNotFound,
+        NotProcessed,
         RateLimited,
         RunStopped,
         ServerError,
     )
     from harness.llm.pointwise import Item, PointwiseScorer, Scored, order_by_scores  # noqa: F401
-    from harness.llm.providers.base import BaseProvider, Provider, map_sdk_error, resolve_key  # noqa: F401
+    from harness.llm.providers.base import BaseProvider, Provider, error_for_status, map_sdk_error, resolve_key  # noqa: F401
     from harness.llm.retry import RetryPolicy  # noqa: F401
     from harness.llm.session import LLMSession, get_client  # noqa: F401
     from harness.llm.settings import LLMSettings  # noqa: F401

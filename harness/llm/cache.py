@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.llm.types import Reply
+from harness.runtime.procs import process_gone
 
 CACHE_FORMAT = 1
 SUBDIR = "llm"
@@ -296,14 +297,7 @@ class LLMCache:
             return True  # released meanwhile
         if age > self.claim_ttl:
             return True
-        if len(fields) == 3 and fields[1] == socket.gethostname():
-            try:
-                os.kill(int(fields[0]), 0)
-            except ProcessLookupError:
-                return True  # its process is gone
-            except (PermissionError, ValueError):
-                return False
-        return False
+        return len(fields) == 3 and fields[0].isdigit() and process_gone(int(fields[0]), fields[1])
 
     def _wait_for_process(self, key: str) -> dict[str, Any] | None:
         """Another process holds ``key``: wait until its reply is cached (returned) or its claim is

@@ -9,6 +9,10 @@ Order of work in :meth:`Client.chat`: cache lookup -> (dry run: placeholder) -> 
 (another thread or process sending the same one: wait for its reply) -> the endpoint's first-call
 gate and circuit breaker -> HTTP attempts under the endpoint's concurrency bound, with retries
 inside the call's time budget -> usage -> cache write (at once, before returning).
+
+In batch mode (a :class:`~harness.llm.batch.runner.BatchRunner`), the requests of a stage that no
+cache holds go out together through the provider's batch API instead: every request of one
+:meth:`Client.map`, each round of :meth:`Client.run_sequences`, a lone :meth:`Client.chat` alone.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from harness.llm.batch.api import Pending
 from harness.llm.cache import CACHE_FORMAT, LLMCache, key_of
 from harness.llm.dryrun import DryRun, placeholder
 from harness.llm.endpoint import Endpoint
@@ -31,6 +36,9 @@ from harness.llm.types import ChatOptions, ChatRequest, Message, Messages, Reply
 from harness.llm.usage import Usage
 from harness.runtime.progress import ProgressSettings
 from harness.runtime.redact import redact_url
+
+if TYPE_CHECKING:
+    from harness.llm.batch.runner import BatchRunner
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -59,6 +67,7 @@ class Client:
         spec: str | None = None,
         endpoint: Endpoint | None = None,
         progress: ProgressSettings | None = None,
+        batch: BatchRunner | bool | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
@@ -84,10 +93,13 @@ class Client:
             self._timeout_arg = False
         self._dry_seen: set[str] = set()
         self._dry_lock = threading.Lock()
+        #: batch mode: a :class:`BatchRunner` (True in a dry run: stages are counted, nothing is sent)
+        self.batch = batch or None
 
     def __repr__(self) -> str:
         dry = self.dry_run is not None
-        return f"Client({self.spec!r}, max_concurrency={self.max_concurrency}, dry_run={dry})"
+        batch = ", batch=True" if self.batch is not None else ""
+        return f"Client({self.spec!r}, max_concurrency={self.max_concurrency}, dry_run={dry}{batch})"
 
     # -- request preparation ---------------------------------------------------------------
     def options(self, options: ChatOptions | None = None, **overrides: Any) -> ChatOptions:
@@ -141,22 +153,38 @@ class Client:
         """One reply. Raises an :class:`LLMError` (a transport failure of this request) once
         retries are spent, or a :class:`FatalLLMError` that stops the run (a rejected key, an
         unknown model); every failure is counted in :attr:`usage` with its message."""
-        msgs, opts, fallback, payload = self._prepare(messages, options, overrides)
-        key = key_of(payload)
-        if self.cache is not None:
-            reply = self._hit(self.cache.get(key), opts, fallback)
-            if reply is not None:
-                return reply
+        found = self._lookup(messages, options, overrides)
+        if isinstance(found, Reply):
+            return found
+        if self.batch is not None:  # a stage of one request
+            reply = self._round([found])[0]
+            if isinstance(reply, BaseException):
+                raise reply
+            return reply
         if self.dry_run is not None:
-            reply = placeholder(msgs, opts, self.provider.name, self.provider.model, self.dry_run)
-            with self._dry_lock:
-                seen = key in self._dry_seen
-                self._dry_seen.add(key)
-            (self.usage.record_hit if seen else self.usage.record_call)(self.label, reply)
-            return replace(reply, fallback=fallback)
+            return self._placeholder(found)
+        return self.send_direct(found)
+
+    def _placeholder(self, request: Pending, batch: bool = False) -> Reply:
+        """A dry run's reply, counted as a call the first time the request is seen, then as a hit."""
+        reply = placeholder(request.messages, request.options, self.provider.name, self.provider.model, self.dry_run)
+        with self._dry_lock:
+            seen = request.key in self._dry_seen
+            self._dry_seen.add(request.key)
+        if seen:
+            self.usage.record_hit(self.label, reply)
+        else:
+            self.usage.record_call(self.label, reply, batch=batch)
+        return replace(reply, fallback=request.fallback)
+
+    def send_direct(self, request: Pending) -> Reply:
+        """Send one request no cache holds, as one HTTP call (also batch mode's direct resend). Another
+        thread or process sending the same request first: wait for its reply instead."""
+        key, payload, msgs, opts, fallback = (request.key, dict(request.payload), request.messages, request.options,
+                                              request.fallback)
         if self.cache is None:
             return self._send(key, payload, msgs, opts, fallback)
-        with self.cache.claim(key) as entry:  # the same request in flight elsewhere: wait for its reply
+        with self.cache.claim(key) as entry:
             reply = self._hit(entry, opts, fallback)
             if reply is not None:
                 return reply
@@ -213,6 +241,9 @@ class Client:
         :class:`ChatRequest`, ``{"messages": [...], **options}`` or bare messages. A failed item
         holds its :class:`LLMError`; the others go on. ``requests`` may be a lazy iterator."""
 
+        if self.batch is not None:
+            return self._map_batch(requests, on_result)
+
         def one(item: Any) -> Reply | LLMError:
             req = ChatRequest.coerce(item)
             try:
@@ -234,7 +265,14 @@ class Client:
     ) -> list[R | LLMError]:
         """Call ``fn(item, chat)`` for every item on a bounded pool: the calls inside one item run in
         order (a sliding window: call N sees reply N-1), items run in parallel. An item whose ``fn``
-        lets an :class:`LLMError` escape holds that error; other exceptions stop the run."""
+        lets an :class:`LLMError` escape holds that error; other exceptions stop the run. In batch
+        mode every item runs at once (``max_workers``: at most this many) and their requests go out in
+        rounds (:mod:`harness.llm.batch.rounds`)."""
+
+        if self.batch is not None:
+            from harness.llm.batch.rounds import Rounds
+
+            return Rounds(self._lookup, self._round).run(fn, items, max_workers, on_result)
 
         def one(item: T) -> R | LLMError:
             try:
@@ -246,6 +284,54 @@ class Client:
             return bounded_map(one, items, max_workers or self.max_concurrency, on_result, progress=self.label,
                                settings=self.progress)
 
+    # -- batch mode --------------------------------------------------------------------------
+    def _lookup(self, messages: Messages, options: ChatOptions | None, overrides: dict[str, Any]) -> Reply | Pending:
+        """The cached reply, or the request to send (batch mode)."""
+        msgs, opts, fallback, payload = self._prepare(messages, options, overrides)
+        key = key_of(payload)
+        if self.cache is not None:
+            reply = self._hit(self.cache.get(key), opts, fallback)
+            if reply is not None:
+                return reply
+        return Pending(key, payload, msgs, opts, fallback)
+
+    def _round(self, requests: list[Pending]) -> list[Reply | LLMError]:
+        """One stage through the batch API (placeholders in a dry run), answers in request order."""
+        from harness.llm.batch.rounds import deliver
+
+        if self.dry_run is not None:
+            answers = self._placeholders(requests)
+        elif hasattr(self.batch, "resolve"):
+            answers = self.batch.resolve(requests)
+        else:
+            raise RuntimeError("batch mode without a batch runner outside a dry run")
+
+        def again(reply: Reply) -> Reply:  # the same request twice in one stage: sent once
+            self.usage.record_hit(self.label, reply)
+            return replace(reply, cached=True)
+
+        return deliver(requests, answers, again)
+
+    def _placeholders(self, requests: list[Pending]) -> dict[str, Reply]:
+        """A dry run's stage: a placeholder per request, priced as a batch call the first time."""
+        self.usage.record_round(self.label)
+        out: dict[str, Reply] = {}
+        for p in requests:
+            if p.key not in out:
+                out[p.key] = self._placeholder(p, batch=True)
+        return out
+
+    def _map_batch(self, requests: Iterable[Any], on_result: Callable[[int, Reply | LLMError], None] | None
+                   ) -> list[Reply | LLMError]:
+        found = [self._lookup(req.messages, None, dict(req.options)) for req in map(ChatRequest.coerce, requests)]
+        todo = [f for f in found if not isinstance(f, Reply)]
+        answers = iter(self._round(todo)) if todo else iter(())
+        out = [f if isinstance(f, Reply) else next(answers) for f in found]
+        if on_result is not None:
+            for i, r in enumerate(out):
+                on_result(i, r)
+        return out
+
     def describe(self) -> dict[str, Any]:
         """The client's configuration for results.json (never the key, nor credentials in a URL)."""
         base_url = getattr(self.provider, "base_url", None)
@@ -253,6 +339,7 @@ class Client:
             "spec": self.spec, "provider": self.provider.name, "model": self.provider.model,
             "base_url": redact_url(base_url) if base_url else None, "defaults": self.defaults.key_dict(),
             "max_concurrency": self.max_concurrency, "dry_run": self.dry_run is not None,
+            "batch": self.batch is not None,
             "cache": None if self.cache is None else str(self.cache.path),
             "retry": self.retry.as_dict(),
             "timeouts": {"read_s": getattr(self.provider, "timeout", None),

@@ -96,6 +96,11 @@ class EndpointUnavailable(LLMError):
     consecutive failures (see :class:`harness.llm.endpoint.Endpoint`)."""
 
 
+class NotProcessed(LLMError):
+    """A provider's batch ended without processing this request (the batch expired, was cancelled or
+    failed validation), and the one resubmission did not get it processed either."""
+
+
 class FatalLLMError(_ProviderError):
     """Stops the run: no request to this endpoint can succeed as configured."""
 
@@ -125,8 +130,19 @@ class RunStopped(FatalLLMError):
         super().__init__(message, **kw)
 
 
+class BatchPending(HarnessError):
+    """``--no-wait``: requests were submitted to a provider's batch API (or are still processing) and
+    the run stops here; the same command run again collects them and goes on (exit status 75)."""
+
+    exit_code = 75
+
+    def __init__(self, message: str, *, batches: int = 0, requests: int = 0):
+        self.batches, self.requests = batches, requests
+        super().__init__(message)
+
+
 __all__ = [
     "LLMError", "RateLimited", "ServerError", "LLMTimeout", "ConnectionFailed", "BadRequest",
-    "MalformedReply", "EndpointUnavailable", "FatalLLMError", "AuthError", "MissingKey", "ModelNotFound",
-    "LogprobsUnsupported", "RunStopped",
+    "MalformedReply", "EndpointUnavailable", "NotProcessed", "FatalLLMError", "AuthError", "MissingKey",
+    "ModelNotFound", "LogprobsUnsupported", "RunStopped", "BatchPending",
 ]

@@ -1,12 +1,15 @@
-"""Per-model prices, USD per 1M input / output tokens (standard tier; no batch or prompt-caching
-discounts). The built-in table was recorded from the providers' public price pages on
-:data:`PRICES_DATE`; prices change, so check them before budgeting and override as needed.
+"""Per-model prices, USD per 1M input / output tokens: the standard tier, and the batch tier
+(OpenAI's Batch API and Anthropic's Message Batches, both at 50% of the standard price on
+:data:`PRICES_DATE`; no prompt-caching discounts). The built-in table was recorded from the
+providers' public price pages on :data:`PRICES_DATE`; prices change, so check them before budgeting
+and override as needed.
 
 Override with a JSON or TOML file (``--prices FILE`` or ``HARNESS_PRICES``)::
 
     date = "2026-01-15"
     [models]
-    "openai:gpt-4o-mini" = { input = 0.15, output = 0.60 }
+    "openai:gpt-4o-mini" = { input = 0.15, output = 0.60 }                  # batch: half of these
+    "anthropic:claude-haiku-4-5" = { input = 1, output = 5, batch_input = 0.5, batch_output = 2.5 }
     "openai-compatible:llama3:8b" = { input = 0, output = 0 }
 
 Keys are ``provider:model`` or a bare ``model`` (any provider); a key also matches longer model
@@ -26,6 +29,8 @@ from typing import Any
 from harness.concepts.errors import HarnessError
 
 PRICES_DATE = "2025-11-01"
+#: the batch tier's price as a share of the standard one, where a price gives no batch rates
+BATCH_SHARE = 0.5
 
 BUILTIN_PRICES: dict[str, tuple[float, float]] = {
     # OpenAI
@@ -73,13 +78,24 @@ class Price:
     output: float  # USD per 1M output tokens
     key: str = ""
     source: str = "builtin"
+    batch_input: float | None = None  # the batch tier (None: BATCH_SHARE of the standard price)
+    batch_output: float | None = None
 
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        return (input_tokens * self.input + output_tokens * self.output) / 1_000_000
+    @property
+    def batch_rates(self) -> tuple[float, float]:
+        """USD per 1M input and output tokens sent through a provider's batch API."""
+        return (self.input * BATCH_SHARE if self.batch_input is None else self.batch_input,
+                self.output * BATCH_SHARE if self.batch_output is None else self.batch_output)
+
+    def cost(self, input_tokens: int, output_tokens: int, batch: bool = False) -> float:
+        rate_in, rate_out = self.batch_rates if batch else (self.input, self.output)
+        return (input_tokens * rate_in + output_tokens * rate_out) / 1_000_000
 
     def as_dict(self) -> dict[str, Any]:
-        return {"input_per_1m": self.input, "output_per_1m": self.output, "key": self.key,
-                "source": self.source}
+        batch_in, batch_out = self.batch_rates
+        return {"input_per_1m": self.input, "output_per_1m": self.output, "batch_input_per_1m": batch_in,
+                "batch_output_per_1m": batch_out, "batch_rates": "given" if self.batch_input is not None else
+                f"{BATCH_SHARE:.0%} of standard", "key": self.key, "source": self.source}
 
 
 class PriceTable:
@@ -109,17 +125,23 @@ class PriceTable:
             raise HarnessError(f"{path}: 'models' must be a table of model -> {{input, output}}")
         prices = dict(self.prices)
         for key, val in models.items():
+            batch: tuple[Any, Any] = (None, None)
             if isinstance(val, dict):
                 pair = (val.get("input"), val.get("output"))
+                batch = (val.get("batch_input"), val.get("batch_output"))
             elif isinstance(val, list | tuple) and len(val) == 2:
                 pair = (val[0], val[1])
             else:
                 raise HarnessError(
                     f"{path}: price for {key!r} must be {{input = X, output = Y}} (USD per 1M tokens)"
                 )
-            if not all(isinstance(x, int | float) and not isinstance(x, bool) and x >= 0 for x in pair):
+            if not all(_rate(x) for x in pair):
                 raise HarnessError(f"{path}: price for {key!r} needs non-negative numbers input and output")
-            prices[key] = Price(float(pair[0]), float(pair[1]), key, str(path))
+            if (batch[0] is None) != (batch[1] is None) or not all(x is None or _rate(x) for x in batch):
+                raise HarnessError(f"{path}: price for {key!r}: give both batch_input and batch_output "
+                                   "(non-negative numbers), or neither (then the batch tier is half the price)")
+            prices[key] = Price(float(pair[0]), float(pair[1]), key, str(path),
+                                *(None if x is None else float(x) for x in batch))
         date = str(data.get("date", self.date))
         return PriceTable(prices, date, [*self.sources, str(path)])
 
@@ -139,12 +161,17 @@ class PriceTable:
                 best = price
         return best
 
-    def cost(self, provider: str, model: str, input_tokens: int, output_tokens: int) -> float | None:
+    def cost(self, provider: str, model: str, input_tokens: int, output_tokens: int, batch: bool = False
+             ) -> float | None:
         price = self.lookup(provider, model)
-        return None if price is None else price.cost(input_tokens, output_tokens)
+        return None if price is None else price.cost(input_tokens, output_tokens, batch)
 
     def describe(self) -> dict[str, Any]:
         return {"date": self.date, "sources": list(self.sources)}
+
+
+def _rate(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and x >= 0
 
 
 def _read(path: Path) -> dict[str, Any]:

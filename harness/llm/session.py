@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.concepts.errors import HarnessError, UnknownComponentError
 from harness.llm.cache import LLMCache, llm_cache_dir
@@ -29,6 +29,10 @@ from harness.llm.types import ChatOptions
 from harness.llm.usage import Usage
 from harness.runtime.progress import ProgressSettings
 from harness.runtime.redact import redact_url
+
+if TYPE_CHECKING:
+    from harness.llm.batch.journal import BatchJournal
+    from harness.llm.batch.runner import BatchRunner
 
 
 def builtin_provider_registry() -> Any:
@@ -62,6 +66,7 @@ class LLMSession:
         self._all: list[Client] = []
         self._endpoints: dict[tuple, Endpoint] = {}
         self._caches: dict[Path, LLMCache] = {}
+        self._journals: dict[Path, BatchJournal] = {}
         self._prices: dict[str | None, PriceTable] = {}
 
     def __repr__(self) -> str:
@@ -116,6 +121,34 @@ class LLMSession:
             if path not in self._caches:
                 self._caches[path] = LLMCache(path)
             return self._caches[path]
+
+    def journal(self, cache: LLMCache) -> BatchJournal:
+        """The batch journal beside ``cache`` (``<cache>/batches.db``), one per folder."""
+        from harness.llm.batch.journal import FILENAME, BatchJournal
+
+        path = cache.path / FILENAME
+        with self._lock:
+            if path not in self._journals:
+                self._journals[path] = BatchJournal(path)
+            return self._journals[path]
+
+    def batch_runner(self, client: Client) -> BatchRunner:
+        """The batch side of ``client`` (``--llm-batch``): its provider's batch API, the journal beside
+        its cache, the settings' waiting, polling and resend rules."""
+        from harness.llm.batch.runner import BatchRunner
+
+        api = getattr(client.provider, "batch_api", lambda: None)()
+        if api is None:
+            raise HarnessError(f"--llm-batch: provider {client.provider.name!r} has no batch API (openai and "
+                               f"anthropic have one); drop --llm-batch or use one of those")
+        if client.cache is None:
+            raise HarnessError("--llm-batch needs the LLM reply cache (batch results are collected into it, so a "
+                               "later run can pick them up); drop --no-llm-cache")
+        s = self.settings
+        return BatchRunner(api, self.journal(client.cache), client.cache, client.usage, client.label,
+                           endpoint_identity(client.provider), retry=client.retry, wait=s.batch_wait,
+                           poll=s.batch_poll, resend=s.batch_retry, max_requests=s.batch_size,
+                           send_direct=client.send_direct, progress=self.progress)
 
     # -- clients -----------------------------------------------------------------------------
     def client(
@@ -176,6 +209,9 @@ class LLMSession:
             endpoint=endpoint,
             progress=self.progress,
         )
+        if s.batch:
+            runner = self.batch_runner(client)  # checks the provider has a batch API, also in a dry run
+            client.batch = True if dry else runner
         with self._lock:
             if shared:
                 client = self._clients.setdefault(ident, client)
@@ -210,8 +246,19 @@ class LLMSession:
     def close(self) -> None:
         with self._lock:
             caches = list(self._caches.values())
+            journals = list(self._journals.values())
         for cache in caches:
             cache.close()
+        for journal in journals:
+            journal.close()
+
+
+def endpoint_identity(provider: Any) -> dict[str, Any]:
+    """Where a provider's batches live, as the journal records it (credentials in a URL masked)."""
+    base_url = getattr(provider, "base_url", None)
+    url = redact_url(base_url) if base_url else None
+    return {"endpoint": f"{provider.name}:{provider.model}@{url or ''}", "provider": provider.name,
+            "model": provider.model, "base_url": url}
 
 
 def get_client(spec: str | LLMSpec | None = None, *, settings: LLMSettings | None = None, registry: Any = None,

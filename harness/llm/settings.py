@@ -12,6 +12,8 @@ from harness.llm.endpoint import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from harness.llm.retry import RetryPolicy
 
 DEFAULT_MAX_CONCURRENCY = 8
+#: how requests a batch did not process are sent again (once)
+BATCH_RETRY = ("batch", "direct")
 
 
 @dataclass(frozen=True)
@@ -21,7 +23,13 @@ class LLMSettings:
     ``prices``: a price override file. ``timeout``: read timeout in seconds per HTTP attempt and
     ``connect_timeout`` the time to connect (None: the provider's defaults, 60 s and 10 s); the
     call's budget across retries is ``retry.budget``. ``max_consecutive_failures``: an endpoint is
-    taken out after this many failed calls in a row (at once when its first call fails)."""
+    taken out after this many failed calls in a row (at once when its first call fails).
+
+    ``batch``: send the requests no cache holds through the provider's batch API (``--llm-batch``);
+    ``batch_wait`` False submits and stops with :class:`~harness.llm.errors.BatchPending`
+    (``--no-wait``); ``batch_poll``: seconds between status checks (None: 2 s growing to 60 s);
+    ``batch_retry``: how requests an expired or failed batch did not process are sent again, once
+    (``"batch"`` or ``"direct"``); ``batch_size``: most requests per batch (None: the provider's limit)."""
 
     llm: str | None = None
     cache_dir: str | None = None
@@ -34,10 +42,21 @@ class LLMSettings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES
     dry_run_output_tokens: int = 200
+    batch: bool = False
+    batch_wait: bool = True
+    batch_poll: float | None = None
+    batch_retry: str = "batch"
+    batch_size: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
+        if self.batch_retry not in BATCH_RETRY:
+            raise ValueError(f"batch_retry must be one of {', '.join(BATCH_RETRY)}, got {self.batch_retry!r}")
+        if self.batch_poll is not None and self.batch_poll <= 0:
+            raise ValueError(f"batch_poll must be > 0 seconds, got {self.batch_poll}")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
 
     def merged(self, **changes: Any) -> LLMSettings:
         """A copy with ``changes`` applied; ``None`` values are ignored (options that were not given
@@ -51,7 +70,8 @@ class LLMSettings:
     def from_env(cls, environ: Mapping[str, str] | None = None, **changes: Any) -> LLMSettings:
         """Defaults from the environment (``HARNESS_LLM``, ``HARNESS_MAX_CONCURRENCY``,
         ``HARNESS_PRICES``, ``HARNESS_LLM_TIMEOUT``, ``HARNESS_LLM_CONNECT_TIMEOUT``,
-        ``HARNESS_LLM_BUDGET``), then ``changes`` (None values ignored)."""
+        ``HARNESS_LLM_BUDGET``, ``HARNESS_BATCH_POLL``, ``HARNESS_BATCH_SIZE``), then ``changes`` (None
+        values ignored)."""
         env = os.environ if environ is None else environ
 
         def number(name: str, kind: type = float) -> Any:
@@ -66,7 +86,8 @@ class LLMSettings:
         base = cls().merged(llm=env.get("HARNESS_LLM") or None, max_concurrency=number("HARNESS_MAX_CONCURRENCY", int),
                             prices=env.get("HARNESS_PRICES") or None, timeout=number("HARNESS_LLM_TIMEOUT"),
                             connect_timeout=number("HARNESS_LLM_CONNECT_TIMEOUT"),
-                            budget=number("HARNESS_LLM_BUDGET"))
+                            budget=number("HARNESS_LLM_BUDGET"), batch_poll=number("HARNESS_BATCH_POLL"),
+                            batch_size=number("HARNESS_BATCH_SIZE", int))
         return base.merged(**changes)
 
     def as_dict(self) -> dict[str, Any]:
@@ -76,4 +97,6 @@ class LLMSettings:
         return {"llm": redact_url(self.llm) if self.llm else None, "cache_dir": self.cache_dir,
                 "use_cache": self.use_cache, "max_concurrency": self.max_concurrency, "dry_run": self.dry_run,
                 "prices": self.prices, "timeout": self.timeout, "connect_timeout": self.connect_timeout,
-                "retry": self.retry.as_dict(), "max_consecutive_failures": self.max_consecutive_failures}
+                "retry": self.retry.as_dict(), "max_consecutive_failures": self.max_consecutive_failures,
+                "batch": self.batch, "batch_wait": self.batch_wait, "batch_poll": self.batch_poll,
+                "batch_retry": self.batch_retry, "batch_size": self.batch_size}

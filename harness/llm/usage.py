@@ -2,7 +2,10 @@
 
 ``calls`` counts replies that came from the API (a call that needed retries counts once; its
 retries are in ``retries``). Cache hits cost nothing; their tokens are kept apart
-(``cached_input_tokens``/``cached_output_tokens``). In a dry run every figure is an estimate.
+(``cached_input_tokens``/``cached_output_tokens``). Replies that came through a provider's batch API
+are part of ``calls`` and the token counts, and are also counted apart (``batch``: calls, tokens,
+batches submitted, rounds, bytes uploaded) because they are priced at the batch rate. In a dry run
+every figure is an estimate.
 """
 
 from __future__ import annotations
@@ -30,12 +33,25 @@ class ModelUsage:
     output_tokens: int = 0
     cached_input_tokens: int = 0
     cached_output_tokens: int = 0
+    batch_calls: int = 0
+    batch_input_tokens: int = 0
+    batch_output_tokens: int = 0
+    batches: int = 0  # batches submitted
+    rounds: int = 0  # stages answered through the batch API (a dry run counts them too)
+    batch_bytes: int = 0  # request bytes uploaded in batches
     errors: Counter[str] = field(default_factory=Counter)
     failure_examples: list[dict[str, Any]] = field(default_factory=list)
 
+    COUNTS = ("calls", "cache_hits", "retries", "failures", "input_tokens", "output_tokens", "cached_input_tokens",
+              "cached_output_tokens", "batch_calls", "batch_input_tokens", "batch_output_tokens", "batches",
+              "rounds", "batch_bytes")
+
+    @property
+    def direct_tokens(self) -> tuple[int, int]:
+        return self.input_tokens - self.batch_input_tokens, self.output_tokens - self.batch_output_tokens
+
     def add(self, other: ModelUsage) -> None:
-        for name in ("calls", "cache_hits", "retries", "failures", "input_tokens", "output_tokens",
-                     "cached_input_tokens", "cached_output_tokens"):
+        for name in self.COUNTS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.errors.update(other.errors)
         room = MAX_EXAMPLES - len(self.failure_examples)
@@ -57,12 +73,29 @@ class Usage:
             m = self.models[label] = ModelUsage()
         return m
 
-    def record_call(self, label: str, reply: Reply) -> None:
+    def record_call(self, label: str, reply: Reply, batch: bool = False) -> None:
+        """A reply from the API (``batch``: through the provider's batch API, at the batch price)."""
         with self._lock:
             m = self._m(label)
             m.calls += 1
             m.input_tokens += reply.usage.input_tokens
             m.output_tokens += reply.usage.output_tokens
+            if batch:
+                m.batch_calls += 1
+                m.batch_input_tokens += reply.usage.input_tokens
+                m.batch_output_tokens += reply.usage.output_tokens
+
+    def record_batch(self, label: str, nbytes: int) -> None:
+        """One batch submitted, of ``nbytes`` request bytes."""
+        with self._lock:
+            m = self._m(label)
+            m.batches += 1
+            m.batch_bytes += int(nbytes)
+
+    def record_round(self, label: str) -> None:
+        """One stage answered through the batch API (the requests no cache held, sent together)."""
+        with self._lock:
+            self._m(label).rounds += 1
 
     def record_hit(self, label: str, reply: Reply) -> None:
         with self._lock:
@@ -103,9 +136,10 @@ class Usage:
         return out
 
     def cost(self, label: str) -> float | None:
+        """What the calls of ``label`` cost: direct ones at the standard price, batch ones at the batch price."""
         provider, _, model = label.partition(":")
-        m = self.get(label)
-        return self.prices.cost(provider, model, m.input_tokens, m.output_tokens)
+        price = self.prices.lookup(provider, model)
+        return None if price is None else _costs(price, self.get(label))[0]
 
     def as_dict(self) -> dict[str, Any]:
         """For results.json: per model, totals, the price table's date and sources."""
@@ -116,7 +150,7 @@ class Usage:
         for label, m in items:
             provider, _, model = label.partition(":")
             price = self.prices.lookup(provider, model)
-            cost = None if price is None else round(price.cost(m.input_tokens, m.output_tokens), 9)
+            cost, batch_cost, at_direct = (None, None, None) if price is None else _costs(price, m)
             if cost is None:
                 if m.input_tokens or m.output_tokens:
                     unpriced.append(label)
@@ -130,7 +164,16 @@ class Usage:
                 "errors": dict(sorted(m.errors.items())),
                 "failure_examples": list(m.failure_examples),
             }
+            if m.batch_calls or m.batches or m.rounds:
+                models[label]["batch"] = {
+                    "calls": m.batch_calls, "input_tokens": m.batch_input_tokens,
+                    "output_tokens": m.batch_output_tokens, "cost_usd": batch_cost,
+                    "cost_usd_at_direct_price": at_direct, "batches": m.batches, "rounds": m.rounds,
+                    "bytes_uploaded": m.batch_bytes,
+                }
         t = self.total()
+        batch_total = {k: sum(int(r.get("batch", {}).get(k) or 0) for r in models.values())
+                       for k in ("calls", "batches", "rounds", "bytes_uploaded")}
         failure_kinds = Counter({k: v for k, v in t.errors.items() if not k.startswith("retried:")})
         extra: dict[str, Any] = {}
         if self.dry_run:
@@ -147,6 +190,7 @@ class Usage:
                 "failure_kinds": dict(sorted(failure_kinds.items())),
                 "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
                 "cost_usd": round(total_cost, 9), "unpriced_models": unpriced,
+                **({"batch": batch_total} if any(batch_total.values()) else {}),
             },
             "prices": self.prices.describe(),
         }
@@ -166,6 +210,29 @@ class Usage:
         return out
 
 
+def _costs(price: Any, m: ModelUsage) -> tuple[float, float, float]:
+    """(all calls, the batch calls at the batch price, the batch calls at the standard price)."""
+    direct_in, direct_out = m.direct_tokens
+    batch = price.cost(m.batch_input_tokens, m.batch_output_tokens, batch=True)
+    at_direct = price.cost(m.batch_input_tokens, m.batch_output_tokens)
+    return round(price.cost(direct_in, direct_out) + batch, 9), round(batch, 9), round(at_direct, 9)
+
+
+def _batch_line(b: dict[str, Any], estimated: bool) -> str:
+    """The batch part of a model's usage, with what the same calls cost sent directly."""
+    size = b.get("bytes_uploaded", 0) / 1e6
+    if estimated:
+        how = f"{b.get('calls', 0)} calls over {b.get('rounds', 0)} round(s)"
+    elif not b.get("batches") and not b.get("rounds"):
+        how = f"{b.get('calls', 0)} calls collected from batches submitted earlier"
+    else:
+        how = (f"{b.get('calls', 0)} calls in {b.get('batches', 0)} batch(es) over {b.get('rounds', 0)} round(s), "
+               f"{size:.2f} MB uploaded")
+    cost, direct = b.get("cost_usd"), b.get("cost_usd_at_direct_price")
+    money = "" if cost is None else f": ${cost:.6f} (sent directly: ${direct:.6f})"
+    return f"  via the batch API{' (estimate)' if estimated else ''}: {how}{money}"
+
+
 def usage_table(d: dict[str, Any]) -> str:
     """The text table of a usage record (:meth:`Usage.as_dict`, as in results.json): one line per
     model, the total when there are several, and the price table's date."""
@@ -181,6 +248,8 @@ def usage_table(d: dict[str, Any]) -> str:
     models = d.get("models") or {}
     for label, r in models.items():
         lines.append(row(label, r))
+        if r.get("batch"):
+            lines.append(_batch_line(r["batch"], bool(d.get("dry_run"))))
     if len(models) > 1:
         lines.append(row("total", d.get("total") or {}))
     unpriced = (d.get("total") or {}).get("unpriced_models") or []

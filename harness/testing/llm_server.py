@@ -13,6 +13,22 @@ reply; others are echoed), a list (replies handed out in order, then echo), or a
 ``(token, logprob)`` or ``(token, logprob, [(alt, alt_logprob), ...])``; when a request asks for
 logprobs and the script gives none, they are synthesised from the text.
 
+Batch APIs (:mod:`harness.testing.llm_batches` holds their state and rules): OpenAI's Batch API
+(``POST /v1/files``, ``GET /v1/files/{id}[/content]``, ``POST /v1/batches``, ``GET /v1/batches[/{id}]``,
+``POST /v1/batches/{id}/cancel``) and Anthropic's Message Batches API (``POST /v1/messages/batches``,
+``GET /v1/messages/batches[/{id}[/results]]``, ``POST /v1/messages/batches/{id}/cancel``,
+``DELETE /v1/messages/batches/{id}``), enough for the official SDKs. Every request of a batch gets
+exactly the body the direct endpoint would send for it (same script, token counts, logprobs, stops);
+fault rates, latency and script delays do not apply, ``hang``/``malformed`` scripts become 500 errors
+of that request. Batches are evaluated lazily when read: ``batch_delay`` seconds after creation a batch
+is processed and ends (the delay is read at each poll, so a test can hold batches with a large one and
+release them by setting ``srv.batch_delay = 0``). ``batch_expire`` (a set of 1-based submission ordinals,
+counted per server over both APIs and never reset, or a callable ``(ordinal, custom_ids) -> bool``)
+picks batches that expire instead, with only their first ``batch_expire_keep`` requests answered; a
+cancelled batch has its first ``batch_cancel_keep`` requests answered. ``on_batch_create(batch_json)``
+runs after a batch is stored and before the reply is sent (if it raises, the connection is closed with
+no reply: the batch exists but the client never hears of it). Result lines come in a seeded shuffle.
+
 Command line: ``python -m harness.testing.llm_server --port 0 --echo [--latency 0.2] [--rate-429 0.1]``
 prints ``listening on http://127.0.0.1:PORT`` and serves until interrupted; ``GET /_stats`` returns
 the counters as JSON.
@@ -35,6 +51,9 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
 from typing import Any
+from urllib.parse import parse_qs
+
+from harness.testing.llm_batches import AcknowledgementLost, BatchError, BatchRecord, BatchStore, ExpireRule
 
 _TOKEN_RE = re.compile(r"\s?\w+|\s?[^\w\s]|\s+")
 
@@ -88,7 +107,14 @@ class TestServer:
     """See the module docstring. Counters: ``requests_total``, ``counts`` (request hash -> number
     received), ``unique_requests``, ``faults`` (kind -> number injected), ``max_in_flight``,
     ``requests`` (bodies, when ``record``), ``api_keys`` (keys seen, so tests can check which key
-    was sent)."""
+    was sent); these count direct requests only. Batch counters: ``batch_submissions`` (batches
+    created, both APIs), ``batch_requests`` (custom_id -> times submitted in any batch),
+    ``batch_requests_total``, ``batch_bytes_uploaded`` (batch input files and Anthropic create bodies),
+    ``batch_polls`` (GETs of one batch; Anthropic's ``results()`` makes one too), ``batch_lists`` (list
+    pages), ``batch_cancels``, ``files`` (uploads). :meth:`batch_status` and :meth:`batch_object` read a
+    batch as the API would report it now; ``batches`` lists the records (newest last). Batch options
+    (``batch_delay``, ``batch_expire``, ``batch_expire_keep``, ``batch_cancel_keep``,
+    ``on_batch_create``): see the module docstring."""
 
     __test__ = False  # not a pytest test class
 
@@ -109,6 +135,11 @@ class TestServer:
         host: str = "127.0.0.1",
         port: int = 0,
         record: bool = True,
+        batch_delay: float = 0.0,
+        batch_expire: ExpireRule = None,
+        batch_expire_keep: int = 0,
+        batch_cancel_keep: int = 0,
+        on_batch_create: Callable[[dict], None] | None = None,
     ) -> None:
         self.reply, self.latency = reply, float(latency)
         self.rates = {"429": rate_429, "500": rate_500, "hang": rate_hang, "malformed": rate_malformed}
@@ -125,6 +156,9 @@ class TestServer:
         self._stopping = threading.Event()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._batches = BatchStore(self._batch_reply, delay=batch_delay, expire=batch_expire,
+                                   expire_keep=batch_expire_keep, cancel_keep=batch_cancel_keep,
+                                   on_create=on_batch_create, seed=seed)
         self.reset_counters()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -132,6 +166,7 @@ class TestServer:
         self._httpd = _Server((self.host, self.port), _Handler)
         self._httpd.owner = self
         self.port = self._httpd.server_address[1]
+        self._batches.base_url = self.url
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True,
             name="llm-testserver",
@@ -180,6 +215,7 @@ class TestServer:
             self.api_keys: set[str] = set()
             self.in_flight = getattr(self, "in_flight", 0)  # requests being answered stay counted
             self.max_in_flight = self.in_flight
+        self._batches.reset_counters()
 
     @property
     def unique_requests(self) -> int:
@@ -192,8 +228,71 @@ class TestServer:
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
-            return {"requests_total": self.requests_total, "unique_requests": len(self.counts),
-                    "faults": dict(self.faults), "max_in_flight": self.max_in_flight}
+            out = {"requests_total": self.requests_total, "unique_requests": len(self.counts),
+                   "faults": dict(self.faults), "max_in_flight": self.max_in_flight}
+        return out | self._batches.stats()
+
+    # -- batches -----------------------------------------------------------------------------
+    @property
+    def batch_delay(self) -> float:
+        """Seconds from a batch's creation to its end; read at each poll, so it can be changed."""
+        return self._batches.delay
+
+    @batch_delay.setter
+    def batch_delay(self, seconds: float) -> None:
+        self._batches.delay = float(seconds)
+
+    @property
+    def batches(self) -> list[BatchRecord]:
+        """The batch records of both APIs, oldest first."""
+        return self._batches.all()
+
+    def batch_status(self, batch_id: str) -> str:
+        """A batch's status now: OpenAI ``status`` or Anthropic ``processing_status`` (KeyError if unknown)."""
+        try:
+            return self._batches.status(batch_id)
+        except BatchError as exc:
+            raise KeyError(batch_id) from exc
+
+    def batch_object(self, batch_id: str) -> dict:
+        """A batch's JSON as its API would return it now, without counting a poll (KeyError if unknown)."""
+        try:
+            return self._batches.object(batch_id)
+        except BatchError as exc:
+            raise KeyError(batch_id) from exc
+
+    @property
+    def batch_submissions(self) -> int:
+        return self._batches.batch_submissions
+
+    @property
+    def batch_requests(self) -> Counter[str]:
+        return self._batches.batch_requests
+
+    @property
+    def batch_requests_total(self) -> int:
+        return self._batches.batch_requests_total
+
+    @property
+    def batch_bytes_uploaded(self) -> int:
+        return self._batches.batch_bytes_uploaded
+
+    @property
+    def batch_polls(self) -> int:
+        return self._batches.batch_polls
+
+    @property
+    def batch_lists(self) -> int:
+        return self._batches.batch_lists
+
+    @property
+    def batch_cancels(self) -> int:
+        return self._batches.batch_cancels
+
+    @property
+    def files(self) -> int:
+        """Files uploaded (``POST /v1/files``)."""
+        return self._batches.file_uploads
 
     # -- request handling (called from handler threads) ------------------------------------
     def _note(self, body: dict, key: str | None) -> int:
@@ -212,6 +311,28 @@ class TestServer:
     def _done(self) -> None:
         with self._lock:
             self.in_flight -= 1
+
+    def _note_key(self, key: str | None) -> None:
+        if key:
+            with self._lock:
+                self.api_keys.add(key)
+
+    def _batch_reply(self, api: str, body: dict) -> tuple[int, dict]:
+        """The direct endpoint's answer to ``body`` as (status, JSON), for a request of a batch: no
+        latency, faults or script delays; a hang or a malformed body becomes a 500."""
+        try:
+            script = self._script(body)
+        except Exception as exc:
+            return 500, error_body(api, 500, f"reply script failed: {type(exc).__name__}: {exc}")
+        if script.hang:
+            return 500, error_body(api, 500, "server error (scripted hang)")
+        if script.body is not None:
+            return _raw_reply(api, script)
+        if script.status >= 400:
+            return script.status, error_body(api, script.status, script.error or f"scripted error {script.status}")
+        if script.malformed:
+            return 500, error_body(api, 500, "server error (scripted malformed reply)")
+        return 200, reply_body(api, body, script)
 
     def _draw_fault(self, nth: int) -> str | None:
         if nth <= self.fail_first:
@@ -299,6 +420,83 @@ _ANTHROPIC_ERR = {400: "invalid_request_error", 401: "authentication_error", 403
                   404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"}
 
 
+def error_body(api: str, status: int, message: str, etype: str | None = None,
+               param: str | None = None) -> dict:
+    """The JSON error body an endpoint of ``api`` sends with ``status``."""
+    if api == "anthropic":
+        etype = etype or _ANTHROPIC_ERR.get(status, "api_error")
+        return {"type": "error", "error": {"type": etype, "message": message}}
+    error: dict[str, Any] = {"message": message, "type": etype or "test_error", "code": status}
+    if param is not None:
+        error["param"] = param
+    return {"error": error}
+
+
+def _raw_reply(api: str, script: ScriptedReply) -> tuple[int, dict]:
+    """A ``body`` script inside a batch: its JSON object as is, anything else an error."""
+    try:
+        obj = json.loads(script.body or b"")
+    except ValueError:
+        obj = None
+    if isinstance(obj, dict):
+        return script.status, obj
+    status = script.status if script.status >= 400 else 500
+    return status, error_body(api, status, f"scripted non-JSON body ({script.content_type})")
+
+
+def _reply_text(api: str, body: dict, script: ScriptedReply) -> tuple[str, list[str], str]:
+    """The reply's text after stop sequences and max_tokens, its tokens, and its finish reason."""
+    text, finish = script.text, script.finish_reason
+    if not text and script.logprobs:
+        text = "".join(e["token"] if isinstance(e, Mapping) else e[0] for e in script.logprobs)
+    stops = body.get("stop") if api == "openai" else body.get("stop_sequences")
+    if isinstance(stops, str):
+        stops = [stops]
+    for s in stops or ():
+        if s and s in text:
+            text = text[: text.index(s)]
+    limit = body.get("max_tokens") or body.get("max_completion_tokens")
+    tokens = tokenize(text)
+    if limit and len(tokens) > int(limit):
+        tokens, finish = tokens[: int(limit)], "length"
+        text = "".join(tokens)
+    return text, tokens, finish
+
+
+def reply_body(api: str, body: dict, script: ScriptedReply) -> dict:
+    """The JSON a successful ``/v1/chat/completions`` (``api`` "openai") or ``/v1/messages``
+    ("anthropic") reply to ``body`` carries, given its script; the direct routes and batches share it."""
+    text, tokens, finish = _reply_text(api, body, script)
+    prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages") or [])
+    prompt_chars += len(str(body.get("system", "")))
+    n_in, n_out = prompt_chars // 4 + 1, len(tokens)
+    model = body.get("model", "test-model")
+    if api == "anthropic":
+        return {
+            "id": "msg_test", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": text}] if text or finish != "refusal" else [],
+            "stop_reason": _ANTHROPIC_STOP.get(finish, finish), "stop_sequence": None,
+            "usage": {"input_tokens": n_in, "output_tokens": n_out},
+        }
+    limit = body.get("max_tokens") or body.get("max_completion_tokens")
+    logprobs = None
+    if body.get("logprobs") and not script.no_logprobs:
+        content = _logprob_entries(script, text, int(body.get("top_logprobs") or 0))
+        if script.logprobs is None and limit:
+            content = content[: int(limit)]
+        logprobs = {"content": content, "refusal": None}
+    message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+    if finish == "refusal":
+        message = {"role": "assistant", "content": None, "refusal": text or "I can't help with that."}
+    choices = [] if script.empty_choices else [{"index": 0, "message": message, "logprobs": logprobs,
+                                                 "finish_reason": "stop" if finish == "refusal" else finish}]
+    return {
+        "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": model,
+        "choices": choices,
+        "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
+    }
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
@@ -328,15 +526,47 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(obj).encode(), headers)
 
     def _error(self, api: str, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
-        if api == "anthropic":
-            etype = _ANTHROPIC_ERR.get(status, "api_error")
-            self._json(status, {"type": "error", "error": {"type": etype, "message": message}}, headers)
+        self._json(status, error_body(api, status, message), headers)
+
+    def _api_key(self) -> str | None:
+        auth = self.headers.get("Authorization", "")
+        return auth[7:] if auth.startswith("Bearer ") else self.headers.get("x-api-key")
+
+    def _batch_route(self, method: str, raw: bytes = b"") -> bool:
+        """Answers a Files / Batches / Message Batches route; False when the path is none of them."""
+        path, _, query = self.path.partition("?")
+        route = _match_batch_route(path.rstrip("/"))
+        if route is None:
+            return False
+        owner = self.server.owner
+        owner._note_key(self._api_key())
+        call = _BatchCall(owner._batches, method, route, raw, parse_qs(query), self.headers.get("Content-Type", ""))
+        api = "anthropic" if route[0] == "anthropic" else "openai"
+        try:
+            result = call.run()
+        except AcknowledgementLost:  # on_batch_create raised: the batch exists, the reply is lost
+            self.close_connection = True
+            return True
+        except BatchError as exc:
+            etype = None if api == "anthropic" else "invalid_request_error"
+            self._json(exc.status, error_body(api, exc.status, exc.message, etype, exc.param))
+            return True
+        if isinstance(result, bytes):
+            self._send(200, result, content_type="application/x-jsonl" if api == "anthropic"
+                       else "application/octet-stream")
         else:
-            self._json(status, {"error": {"message": message, "type": "test_error", "code": status}}, headers)
+            self._json(200, result)
+        return True
+
+    def do_DELETE(self) -> None:
+        if not self._batch_route("DELETE"):
+            self._json(404, {"error": {"message": f"no route DELETE {self.path}"}})
 
     def do_GET(self) -> None:
         owner = self.server.owner
         path = self.path.split("?")[0].rstrip("/")
+        if self._batch_route("GET"):
+            return
         if path.endswith("/_stats"):
             self._json(200, owner.stats())
         elif path.endswith("/models"):
@@ -349,6 +579,8 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         path = self.path.split("?")[0].rstrip("/")
+        if self._batch_route("POST", raw):
+            return
         api = ("openai" if path.endswith("/chat/completions")
                else "anthropic" if path.endswith("/messages") else "")
         if not api:
@@ -359,9 +591,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             self._error(api, 400, "request body is not JSON")
             return
-        auth = self.headers.get("Authorization", "")
-        key = auth[7:] if auth.startswith("Bearer ") else self.headers.get("x-api-key")
-        nth = owner._note(body, key)
+        nth = owner._note(body, self._api_key())
         self._counted = True
         try:
             self._answer(owner, api, body, nth)
@@ -413,51 +643,102 @@ class _Handler(BaseHTTPRequestHandler):
         if script.malformed:
             self._send(200, b'{"id": "broken", "content": [', script.headers)
             return
-        self._reply(api, body, script)
+        self._json(200, reply_body(api, body, script), script.headers)
 
-    def _reply(self, api: str, body: dict, script: ScriptedReply) -> None:
-        text, finish = script.text, script.finish_reason
-        if not text and script.logprobs:
-            text = "".join(e["token"] if isinstance(e, Mapping) else e[0] for e in script.logprobs)
-        stops = body.get("stop") if api == "openai" else body.get("stop_sequences")
-        if isinstance(stops, str):
-            stops = [stops]
-        for s in stops or ():
-            if s and s in text:
-                text = text[: text.index(s)]
-        limit = body.get("max_tokens") or body.get("max_completion_tokens")
-        tokens = tokenize(text)
-        if limit and len(tokens) > int(limit):
-            tokens, finish = tokens[: int(limit)], "length"
-            text = "".join(tokens)
-        prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages") or [])
-        prompt_chars += len(str(body.get("system", "")))
-        n_in, n_out = prompt_chars // 4 + 1, len(tokens)
-        model = body.get("model", "test-model")
-        if api == "anthropic":
-            self._json(200, {
-                "id": "msg_test", "type": "message", "role": "assistant", "model": model,
-                "content": [{"type": "text", "text": text}] if text or finish != "refusal" else [],
-                "stop_reason": _ANTHROPIC_STOP.get(finish, finish), "stop_sequence": None,
-                "usage": {"input_tokens": n_in, "output_tokens": n_out},
-            }, script.headers)
-            return
-        logprobs = None
-        if body.get("logprobs") and not script.no_logprobs:
-            content = _logprob_entries(script, text, int(body.get("top_logprobs") or 0))
-            if script.logprobs is None and limit:
-                content = content[: int(limit)]
-            logprobs = {"content": content, "refusal": None}
-        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
-        if finish == "refusal":
-            message = {"role": "assistant", "content": None, "refusal": text or "I can't help with that."}
-        choices = [] if script.empty_choices else [{"index": 0, "message": message, "logprobs": logprobs,
-                                                     "finish_reason": "stop" if finish == "refusal" else finish}]
-        self._json(200, {
-            "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": choices,
-            "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
-        }, script.headers)
+
+_BATCH_ROUTES = (  # Anthropic's first: "/v1/messages/batches" also ends like OpenAI's "/batches"
+    ("anthropic", re.compile(r"/messages/batches(?:/([^/]+))?(?:/(results|cancel))?$")),
+    ("files", re.compile(r"/files(?:/([^/]+))?(?:/(content))?$")),
+    ("openai", re.compile(r"/batches(?:/([^/]+))?(?:/(cancel))?$")),
+)
+
+
+def _match_batch_route(path: str) -> tuple[str, str | None, str | None] | None:
+    """(kind, id, action) of a batch-API path: kind is anthropic, files or openai."""
+    for kind, pattern in _BATCH_ROUTES:
+        m = pattern.search(path)
+        if m:
+            return kind, m.group(1), m.group(2)
+    return None
+
+
+def parse_multipart(raw: bytes, content_type: str) -> dict[str, tuple[str | None, bytes]]:
+    """The fields of a ``multipart/form-data`` body: name -> (filename or None, bytes)."""
+    m = re.search(r'boundary="?([^";]+)"?', content_type)
+    if not content_type.startswith("multipart/form-data") or not m:
+        raise BatchError(400, "expected a multipart/form-data body")
+    fields: dict[str, tuple[str | None, bytes]] = {}
+    for part in raw.split(b"--" + m.group(1).encode())[1:]:
+        if part.startswith(b"--"):
+            break
+        head, _, data = part.partition(b"\r\n\r\n")
+        name = re.search(rb'\bname="([^"]*)"', head)
+        filename = re.search(rb'\bfilename="([^"]*)"', head)
+        if name:
+            fields[name.group(1).decode()] = (filename.group(1).decode() if filename else None,
+                                              data[:-2] if data.endswith(b"\r\n") else data)
+    return fields
+
+
+class _BatchCall:
+    """One request to a batch route, dispatched to the :class:`BatchStore`."""
+
+    def __init__(self, store: BatchStore, method: str, route: tuple[str, str | None, str | None], raw: bytes,
+                 query: dict[str, list[str]], content_type: str) -> None:
+        self.store, self.method, self.raw, self.query, self.content_type = store, method, raw, query, content_type
+        self.kind, self.id, self.action = route
+
+    def run(self) -> dict | bytes:
+        handler = getattr(self, f"_{self.kind}")
+        result = handler()
+        if result is None:
+            raise BatchError(404, f"no route {self.method} for this {self.kind} path")
+        return result
+
+    def _q(self, name: str) -> str | None:
+        return (self.query.get(name) or [None])[0]
+
+    def _json(self) -> Any:
+        try:
+            return json.loads(self.raw)
+        except ValueError:
+            raise BatchError(400, "request body is not JSON") from None
+
+    def _files(self) -> dict | bytes | None:
+        if self.method == "POST" and not self.id:
+            fields = parse_multipart(self.raw, self.content_type)
+            if "file" not in fields or "purpose" not in fields:
+                raise BatchError(400, "missing form field 'file' or 'purpose'", "file")
+            filename, data = fields["file"]
+            return self.store.upload_file(fields["purpose"][1].decode(), filename or "upload", data)
+        if self.method == "GET" and self.id:
+            return self.store.file_content(self.id) if self.action else self.store.file_object(self.id)
+        return None
+
+    def _openai(self) -> dict | None:
+        if self.method == "POST" and not self.id:
+            return self.store.openai_create(self._json())
+        if self.method == "POST" and self.action == "cancel":
+            return self.store.openai_cancel(self.id or "")
+        if self.method == "GET" and not self.id:
+            return self.store.openai_list(self._q("limit"), self._q("after"))
+        if self.method == "GET" and not self.action:
+            return self.store.openai_get(self.id or "")
+        return None
+
+    def _anthropic(self) -> dict | bytes | None:
+        batch_id, action = self.id or "", self.action
+        if self.method == "POST" and not batch_id:
+            return self.store.anthropic_create(self._json(), len(self.raw))
+        if self.method == "POST" and action == "cancel":
+            return self.store.anthropic_cancel(batch_id)
+        if self.method == "DELETE" and batch_id and not action:
+            return self.store.anthropic_delete(batch_id)
+        if self.method != "GET":
+            return None
+        if not batch_id:
+            return self.store.anthropic_list(self._q("limit"), self._q("after_id"), self._q("before_id"))
+        return self.store.anthropic_results(batch_id) if action == "results" else self.store.anthropic_get(batch_id)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -473,10 +754,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate-malformed", type=float, default=0.0)
     p.add_argument("--retry-after", default="0")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-delay", type=float, default=0.0, help="seconds before a batch ends")
     a = p.parse_args(argv)
     srv = TestServer(None if a.echo or a.reply is None else a.reply, latency=a.latency, rate_429=a.rate_429,
                      rate_500=a.rate_500, rate_hang=a.rate_hang, rate_malformed=a.rate_malformed,
-                     retry_after=a.retry_after, seed=a.seed, host=a.host, port=a.port, record=False)
+                     retry_after=a.retry_after, seed=a.seed, host=a.host, port=a.port, record=False,
+                     batch_delay=a.batch_delay)
     srv.start()
     print(f"listening on {srv.url}", flush=True)
     try:

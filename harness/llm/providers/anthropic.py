@@ -97,6 +97,10 @@ class AnthropicProvider(BaseProvider):
             if mapped is None:
                 raise
             raise mapped from exc
+        return self._parse(resp)
+
+    def _parse(self, resp: Any) -> Reply:
+        """A :class:`Reply` from a Messages API message (a direct reply, or one inside a batch)."""
         try:
             if isinstance(resp, str | bytes):
                 raise self.error(MalformedReply, f"reply is not a message: {str(resp)[:200]!r}")
@@ -111,3 +115,9 @@ class AnthropicProvider(BaseProvider):
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
             raise self.error(MalformedReply, f"unexpected reply shape ({type(exc).__name__}: {exc})") from exc
         return Reply(text, finish, None, counts, str(resp.model or self.model), self.name)
+
+    def batch_api(self) -> Any:
+        """Message Batches (:class:`harness.llm.providers.anthropic_batch.AnthropicBatches`)."""
+        from harness.llm.providers.anthropic_batch import AnthropicBatches
+
+        return AnthropicBatches(self)

@@ -160,6 +160,19 @@ class BaseProvider:
     def _make_client(self) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def sdk_call(self, fn: Any, timeout: float | None = None) -> Any:
+        """``fn(sdk_client, sdk_timeout)``: one SDK call (a batch upload, create, poll...), its
+        exceptions mapped to the typed errors. ``timeout``: the read timeout (default the provider's)."""
+        client = self.client()
+        sdk = self._sdk
+        try:
+            return fn(client, sdk.Timeout(timeout or self.timeout, connect=self.connect_timeout))
+        except Exception as exc:
+            mapped = map_sdk_error(exc, sdk, self)
+            if mapped is None:
+                raise
+            raise mapped from exc
+
     def error(self, cls: type[Any], message: str, **kw: Any) -> Any:
         return cls(message, provider=self.name, model=self.model, **kw)
 
@@ -175,6 +188,25 @@ def _body_message(exc: Any) -> str:
     return str(getattr(exc, "message", None) or exc)
 
 
+def error_for_status(provider: BaseProvider, status: int, msg: str, retry_after: float | None = None
+                     ) -> LLMError | FatalLLMError:
+    """The typed error for an HTTP error status (a direct reply's, or one request's inside a batch):
+    401/403 and 404 are fatal, 429/5xx/408 retryable, other 4xx a bad request."""
+    if status == 429:
+        return provider.error(RateLimited, msg, status=status, retry_after=retry_after)
+    if status >= 500:
+        return provider.error(ServerError, msg, status=status, retry_after=retry_after)
+    if status == 408:
+        return provider.error(LLMTimeout, msg, status=status)
+    if status in (401, 403):
+        what = "the key was rejected" if status == 401 else "the key lacks access"
+        return provider.error(AuthError, f"{msg} ({what}; key from {provider.key_source})", status=status)
+    if status == 404:
+        return provider.error(ModelNotFound, f"{msg} (model {provider.model!r} or its route not found at "
+                              f"{provider.public_url})", status=status)
+    return provider.error(BadRequest, msg, status=status)
+
+
 def map_sdk_error(exc: BaseException, sdk: Any, provider: BaseProvider, timeout: float | None = None
                   ) -> LLMError | FatalLLMError | None:
     """An openai/anthropic SDK exception -> our typed error (None: not an SDK error). 401/403 and
@@ -187,22 +219,8 @@ def map_sdk_error(exc: BaseException, sdk: Any, provider: BaseProvider, timeout:
         cause = exc.__cause__ or exc.__context__
         return provider.error(ConnectionFailed, f"connection to {provider.public_url} failed: {cause or exc}")
     if isinstance(exc, sdk.APIStatusError):
-        status = exc.status_code
-        msg = _body_message(exc)
         headers = getattr(exc.response, "headers", None)
-        if status == 429:
-            return provider.error(RateLimited, msg, status=status, retry_after=parse_retry_after(headers))
-        if status >= 500:
-            return provider.error(ServerError, msg, status=status, retry_after=parse_retry_after(headers))
-        if status == 408:
-            return provider.error(LLMTimeout, msg, status=status)
-        if status in (401, 403):
-            what = "the key was rejected" if status == 401 else "the key lacks access"
-            return provider.error(AuthError, f"{msg} ({what}; key from {provider.key_source})", status=status)
-        if status == 404:
-            return provider.error(ModelNotFound, f"{msg} (model {provider.model!r} or its route not found at "
-                                  f"{provider.public_url})", status=status)
-        return provider.error(BadRequest, msg, status=status)
+        return error_for_status(provider, exc.status_code, _body_message(exc), parse_retry_after(headers))
     if isinstance(exc, sdk.APIResponseValidationError | ValueError):
         return provider.error(MalformedReply, f"invalid reply body: {exc}")
     return None

@@ -98,6 +98,12 @@ class OpenAIProvider(BaseProvider):
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
             raise self.error(MalformedReply, f"unexpected reply shape ({type(exc).__name__}: {exc})") from exc
 
+    def batch_api(self) -> Any:
+        """The Batch API (:class:`harness.llm.providers.openai_batch.OpenAIBatches`)."""
+        from harness.llm.providers.openai_batch import OpenAIBatches
+
+        return OpenAIBatches(self)
+
     @staticmethod
     def _completion_type() -> Any:
         from openai.types.chat import ChatCompletion
@@ -172,3 +178,7 @@ class OpenAICompatibleProvider(OpenAIProvider):
     @property
     def official(self) -> bool:
         return False
+
+    def batch_api(self) -> Any:
+        """None: an OpenAI-compatible server (vLLM, llama.cpp, Ollama) offers no Batch API."""
+        return None

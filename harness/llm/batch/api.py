@@ -1,0 +1,99 @@
+"""What a provider's batch API offers the harness, whatever the provider (OpenAI's Files + Batches,
+Anthropic's Message Batches, a plugin's own).
+
+A provider that has one returns a :class:`BatchAPI` from ``provider.batch_api()``. Every request of
+a batch carries its cache key as ``custom_id`` (64 hex characters: within Anthropic's
+``^[a-zA-Z0-9_-]{1,64}$``), so results, which come back in any order, are matched by key, and any
+later process can collect them into the cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from harness.llm.errors import FatalLLMError, LLMError
+from harness.llm.types import ChatOptions, Message, Reply
+
+
+@dataclass(frozen=True)
+class BatchLimits:
+    """The most requests and request bytes one batch may hold."""
+
+    max_requests: int
+    max_bytes: int
+
+
+@dataclass(frozen=True)
+class RemoteStatus:
+    """A batch as the provider reports it. ``ended``: no request will change any more (completed,
+    failed, expired, cancelled); ``status``: the provider's own word; ``done`` of ``total`` requests
+    have a result (succeeded or errored)."""
+
+    id: str
+    ended: bool
+    status: str
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    created_at: float = 0.0
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Unprocessed:
+    """A request the batch ended without processing: ``reason`` is ``expired``, ``cancelled``,
+    ``failed`` (the whole batch was rejected) or ``missing`` (no line for it in the results)."""
+
+    reason: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Pending:
+    """One request no cache holds: its cache key and payload, messages, options and fallback note."""
+
+    key: str
+    payload: Mapping[str, Any]
+    messages: list[Message]
+    options: ChatOptions
+    fallback: str | None = None
+
+
+#: what a batch gives back for one request
+Outcome = Reply | LLMError | FatalLLMError | Unprocessed
+
+
+@runtime_checkable
+class BatchAPI(Protocol):
+    """One provider endpoint's batch API. Every method makes the provider's HTTP calls once (the
+    runner retries them) and raises :mod:`harness.llm.errors` types."""
+
+    limits: BatchLimits
+
+    def request(self, custom_id: str, messages: list[Message], options: ChatOptions) -> dict[str, Any]:
+        """One request of a batch, as the provider's batch input holds it (JSON-serialisable)."""
+        ...
+
+    def submit(self, requests: list[dict[str, Any]], tag: str) -> str:
+        """Create a batch of ``requests``; returns its id. ``tag`` is attached where the provider
+        keeps metadata, so :meth:`find` can recognise the batch if the id never reached the journal."""
+        ...
+
+    def status(self, batch_id: str) -> RemoteStatus:
+        ...
+
+    def results(self, batch_id: str, options: Mapping[str, ChatOptions]) -> dict[str, Outcome]:
+        """Every request's outcome of an ended batch, by custom_id (``options``: each request's chat
+        options, to parse its reply as a direct call's reply is parsed)."""
+        ...
+
+    def find(self, tag: str, since: float, custom_ids: Iterable[str], known: set[str]) -> str | None:
+        """The id of a batch submitted at or after ``since`` (epoch seconds) with ``tag`` (or, where
+        the provider keeps no metadata, with exactly these requests), not among ``known`` ids; None
+        when there is none."""
+        ...
+
+    def cancel(self, batch_id: str) -> None:
+        ...
