@@ -443,3 +443,20 @@ def test_losing_the_batch_api_while_waiting_leaves_the_batches_pending(tmp_path)
     assert info.value.exit_code == 75
     journal = BatchJournal(tmp_path / "cache" / "llm" / "batches.db")
     assert [r.state for r in journal.batches()] == ["submitted"]
+
+
+def test_a_batch_the_provider_does_not_know_is_submitted_again(tmp_path):
+    """The journal holds a batch the provider has no record of (a reset server, another account):
+    it is abandoned and its requests submitted once more."""
+    old = TestServer(reply=done, batch_delay=3600).start()
+    port = old.port
+    with pytest.raises(BatchPending):
+        session(tmp_path, batch_wait=False).client(old.spec(MODEL, "openai")).map(prompts(4))
+    old.stop()
+    with TestServer(reply=done, port=port) as new:
+        replies = session(tmp_path).client(new.spec(MODEL, "openai")).map(prompts(4))
+        assert new.batch_submissions == 1
+    assert [r.text for r in replies] == [f"done: item {i}" for i in range(4)]
+    journal = BatchJournal(tmp_path / "cache" / "llm" / "batches.db")
+    assert [r.state for r in journal.batches()] == ["collected", "abandoned"]
+    assert "does not know batch" in journal.batches()[1].note

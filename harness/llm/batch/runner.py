@@ -19,7 +19,7 @@ from typing import Any
 from harness.llm.batch.api import BatchAPI, Outcome, Pending, Unprocessed
 from harness.llm.batch.journal import BatchJournal, BatchRecord
 from harness.llm.cache import LLMCache
-from harness.llm.errors import BatchPending, FatalLLMError, LLMError, NotProcessed
+from harness.llm.errors import BatchPending, FatalLLMError, LLMError, ModelNotFound, NotProcessed
 from harness.llm.retry import RetryPolicy
 from harness.llm.types import ChatOptions, Reply
 from harness.llm.usage import Usage
@@ -281,7 +281,12 @@ class BatchRunner:
             return {k: Unprocessed(rec.state, rec.note or "") for k in self.journal.requests(rec.id) if k in todo}
         if rec.state == "collected":  # by another process: its replies are in the cache
             return {k: self._from_cache(k, todo[k]) for k in self.journal.requests(rec.id) if k in todo}
-        status = self.retrying(lambda: self.api.status(rec.remote_id))
+        try:
+            status = self.retrying(lambda: self.api.status(rec.remote_id))
+        except ModelNotFound as error:  # the provider has no such batch (another account, a reset server)
+            note = f"the provider does not know batch {rec.remote_id}: {error.detail}"
+            self.journal.mark_abandoned(rec.id, note)
+            return {k: Unprocessed("missing", note) for k in self.journal.requests(rec.id) if k in todo}
         if not status.ended:
             return None
         return self.collect(rec, todo)
