@@ -76,9 +76,55 @@ def _some(ids: Any, n: int = 3) -> str:
     return shown + (f", ... ({len(ids)} in all)" if len(ids) > n else "")
 
 
+def build_index(output: str | Path, *, task: str | None = None, dataset: str | None = None,
+                retriever: str = "dense", shard_size: int | None = None, dtype: str = "float32",
+                executor: str | None = None, overwrite: bool = False, context: Context | None = None,
+                on_shard: Any = None) -> Any:
+    """Encode a task's (or a dataset spec's) corpus into an embedding index folder ``output``
+    (``harness index build``), with the model of the dense ``retriever`` spec; ``executor``:
+    ``local`` (default), ``ray`` or ``ray:address=auto``. Complete shards of a previous build are
+    kept. Returns a :class:`~harness.retrievers.dense.build.BuildReport`; search the index with
+    ``--retriever dense:index=FOLDER``."""
+    from harness.evaluation.pipeline import resolve_task
+    from harness.retrievers.dense import build as builder
+    from harness.retrievers.dense.index import DEFAULT_SHARD_SIZE
+
+    ctx = ensure_context(context)
+    the_task = resolve_task(ctx, task, dataset)
+    if the_task.is_suite:
+        raise HarnessError(f"{the_task.name} is a suite; build an index per task")
+    component, comp, _ = ctx.registry.build("retriever", retriever, ctx)
+    encoder = getattr(component, "encoder", None)
+    if getattr(component, "store", None) is not None:
+        raise HarnessError(f"retriever {retriever!r} searches an index; give the model to build one with "
+                           f"(e.g. dense:model=...)")
+    if encoder is None or not hasattr(encoder, "settings"):
+        raise HarnessError(f"retriever {retriever!r} ({comp.name}) is not a dense retriever; an index is built "
+                           f"with dense:... or a plugin built on it")
+    run_with = builder.make_executor(executor)  # a missing extra fails before the data is read
+    ds = load_task_dataset(ctx, the_task)
+    ids = list(ds.corpus)
+    source = {"task": the_task.name, "dataset": the_task.dataset, "dataset_args": dict(the_task.dataset_args),
+              "retriever": retriever, "identity": ds.identity}
+    return builder.build_index(encoder, ids, [ds.corpus[d].full_text() for d in ids], output,
+                               shard_size=shard_size or DEFAULT_SHARD_SIZE, dtype=dtype, executor=run_with,
+                               overwrite=overwrite, source=source, on_shard=on_shard)
+
+
+def index_info(folder: str | Path) -> dict[str, Any]:
+    """An index folder's manifest, with how many of its shards are complete (``harness index info``)."""
+    from harness.retrievers.dense.index import SHARDS, plan_shards, read_manifest
+
+    manifest = read_manifest(folder)
+    plans = plan_shards(int(manifest["count"]), int(manifest["shard_size"]))
+    done = sum(1 for p in plans if (Path(folder) / SHARDS / p.name / "shard.json").is_file())
+    return {**manifest, "shards": len(plans), "shards_complete": done}
+
+
 def list_plugins(context: Context | None = None) -> list[dict[str, Any]]:
     """Every plugin (distribution, version, error) with the components it registers by kind."""
     return ensure_context(context).host.report()
 
 
-__all__ = ["evaluate", "score", "load_task", "load_dataset", "list_plugins", "EvalResult"]
+__all__ = ["evaluate", "score", "load_task", "load_dataset", "list_plugins", "build_index", "index_info",
+           "EvalResult"]

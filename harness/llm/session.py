@@ -13,6 +13,7 @@ a session of its own.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from harness.llm.endpoint import Endpoint
 from harness.llm.pricing import PriceTable
 from harness.llm.retry import RetryPolicy
 from harness.llm.settings import LLMSettings
-from harness.llm.spec import ALIASES, LLMSpec, parse_llm_spec
+from harness.llm.spec import ALIASES, COMPAT, LLMSpec, parse_llm_spec
 from harness.llm.types import ChatOptions
 from harness.llm.usage import Usage
 from harness.runtime.progress import ProgressSettings
@@ -33,6 +34,7 @@ from harness.runtime.redact import redact_url
 if TYPE_CHECKING:
     from harness.llm.batch.journal import BatchJournal
     from harness.llm.batch.runner import BatchRunner
+    from harness.llm.providers.replicas import ReplicaSet
 
 
 def builtin_provider_registry() -> Any:
@@ -168,7 +170,7 @@ class LLMSession:
         take the session's settings; ``defaults`` are chat options applied to every call
         (``temperature=0.7``...). With ``shared`` the same arguments return the same client. A
         missing API key raises :class:`MissingKey` here, before any work starts (not in dry runs,
-        not for loopback URLs)."""
+        not for loopback URLs). A spec with a list of base URLs gets a :meth:`replica_set`."""
         s = self.settings
         spec = spec if spec is not None else s.llm
         if spec is None:
@@ -185,13 +187,11 @@ class LLMSession:
         with self._lock:
             if shared and ident in self._clients:
                 return self._clients[ident]
-        provider = self.resolve_provider(parsed, require_key=not dry)
-        where = (provider.name, getattr(provider, "base_url", None), conc)
-        with self._lock:  # clients of one endpoint (and bound) share the in-flight limit and the breaker
-            endpoint = self._endpoints.get(where)
-            if endpoint is None:
-                label = f"{provider.name} at {redact_url(where[1])}" if where[1] else provider.name
-                endpoint = self._endpoints[where] = Endpoint(label, conc, s.max_consecutive_failures)
+        if parsed.replicas:
+            provider, endpoint = self.replica_set(parsed, conc, require_key=not dry)
+        else:
+            provider = self.resolve_provider(parsed, require_key=not dry)
+            endpoint = self.endpoint(provider, conc)
         cache = None
         if use_cache:
             cache = self.cache(root)
@@ -201,7 +201,7 @@ class LLMSession:
             provider,
             cache=cache,
             retry=retry,
-            max_concurrency=conc,
+            max_concurrency=endpoint.max_concurrency,  # a replica set's: the sum of its replicas' bounds
             usage=Usage(self.prices(price_path), dry_run=dry),
             dry_run=DryRun(output_tokens=s.dry_run_output_tokens) if dry else False,
             defaults=opts,
@@ -218,6 +218,36 @@ class LLMSession:
             if client not in self._all:
                 self._all.append(client)
         return client
+
+    def endpoint(self, provider: Any, max_concurrency: int, replicas: list[Endpoint] | None = None) -> Endpoint:
+        """The endpoint of ``provider``'s base URL with this bound: clients of one endpoint share the
+        in-flight limit, the gate and the breaker. ``replicas``: the members of a replica set."""
+        url = getattr(provider, "base_url", None)
+        where = (provider.name, url, max_concurrency, tuple(sorted(e.label for e in replicas or ())))
+        with self._lock:
+            endpoint = self._endpoints.get(where)
+            if endpoint is None:
+                if replicas:
+                    label = f"{provider.name} on {len(replicas)} replicas"
+                else:
+                    label = f"{provider.name} at {redact_url(url)}" if url else provider.name
+                endpoint = self._endpoints[where] = Endpoint(label, max_concurrency,
+                                                             self.settings.max_consecutive_failures, replicas or ())
+            return endpoint
+
+    def replica_set(self, spec: LLMSpec, max_concurrency: int, *, require_key: bool = True
+                    ) -> tuple[ReplicaSet, Endpoint]:
+        """A spec's replica set (``base_url=[...]``) and the endpoint of the set: one provider and one
+        endpoint per URL, each bounded by ``max_concurrency``; the set's bound is their sum."""
+        from harness.llm.providers.replicas import ReplicaSet
+
+        if spec.provider != COMPAT:
+            raise HarnessError(f"LLM {redact_url(str(spec))}: only {COMPAT} servers take several base URLs (replicas)")
+        providers = [self.resolve_provider(replace(spec, base_url=url, replicas=()), require_key=require_key)
+                     for url in spec.replicas]
+        members = [self.endpoint(p, max_concurrency) for p in providers]
+        replicas = ReplicaSet(providers, members)
+        return replicas, self.endpoint(replicas, max_concurrency * len(members), members)
 
     @property
     def clients(self) -> list[Client]:

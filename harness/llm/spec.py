@@ -5,6 +5,8 @@
 - aliases for OpenAI-compatible servers, with their usual local URL as default:
   ``vllm:MODEL``, ``ollama:llama3:8b``, ``llamacpp:MODEL``, ``sglang:MODEL``, ``compat:MODEL:base_url=...``
 - a bare model name picks its provider: ``gpt-4o-mini`` -> openai, ``claude-...`` -> anthropic
+- replicas of one OpenAI-compatible model: ``vllm:MODEL:base_url=["http://h1:8000/v1","http://h2:8000/v1"]``
+  (a list, quoted or not: :mod:`harness.llm.providers.replicas`)
 
 The model is everything between the provider and the first ``key=value`` segment, so model names may
 contain ``:`` (``ollama:llama3:8b``, ``openai:ft:gpt-4o-mini:org::id``). Arguments that are chat
@@ -17,10 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from harness.concepts.errors import HarnessError
 from harness.llm.types import ChatOptions
 from harness.plugins.component_spec import _split_top, parse_args
+from harness.runtime.redact import redact_url
 
 COMPAT = "openai-compatible"
 ALIASES: dict[str, tuple[str, str | None]] = {
@@ -39,7 +43,8 @@ CLIENT_ARGS = ("max_concurrency",)
 @dataclass(frozen=True)
 class LLMSpec:
     """A parsed spec. ``provider`` is the registry name (aliases resolved); ``text`` is what the user
-    wrote (safe to record: keys are refused by the parser)."""
+    wrote (safe to record: keys are refused by the parser). ``replicas``: the base URLs of a replica
+    set (``base_url=[...]``; ``base_url`` is then None)."""
 
     provider: str
     model: str
@@ -49,6 +54,7 @@ class LLMSpec:
     client_args: dict[str, Any] = field(default_factory=dict)
     text: str = ""
     alias: str | None = None
+    replicas: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -85,11 +91,14 @@ def parse_llm_spec(text: str) -> LLMSpec:
         provider, model = path[0], ":".join(path[1:])
     if not model:
         raise HarnessError(f"LLM spec {text!r} has no model name")
-    alias = None
-    base_url = args.pop("base_url", None)
+    alias, default_url = None, None
     if provider in ALIASES:
         alias = provider
         provider, default_url = ALIASES[alias]
+    base_url, replicas = args.pop("base_url", None), ()
+    if _is_list(base_url):
+        base_url, replicas = None, replica_urls(text, provider, base_url)
+    elif default_url:
         base_url = base_url or default_url
     option_names = set(ChatOptions.names())
     options = {k: v for k, v in args.items() if k in option_names}
@@ -97,4 +106,43 @@ def parse_llm_spec(text: str) -> LLMSpec:
     provider_args = {k: v for k, v in args.items() if k not in option_names and k not in CLIENT_ARGS}
     if options:
         ChatOptions().merged(**options)  # validate early
-    return LLMSpec(provider, model, base_url, provider_args, options, client_args, text, alias)
+    return LLMSpec(provider, model, base_url, provider_args, options, client_args, text, alias, replicas)
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, list | tuple) or (isinstance(value, str) and value.strip().startswith("["))
+
+
+def replica_urls(text: str, provider: str, value: Any) -> tuple[str, ...]:
+    """The base URLs of ``base_url=[...]``: a parsed JSON list, or the unquoted ``[URL,URL]``."""
+    shown = redact_url(text)
+    if provider != COMPAT:
+        raise HarnessError(
+            f"LLM spec {shown!r}: only OpenAI-compatible servers (openai-compatible:, vllm:, llamacpp:, "
+            f"sglang:, ollama:) take a list of base URLs (replicas); {provider} takes one base_url")
+    if isinstance(value, str):
+        inner = value.strip()
+        if not inner.endswith("]"):
+            raise HarnessError(f"LLM spec {shown!r}: base_url={redact_url(inner)} opens a list it does not close")
+        value = [v.strip().strip("\"'") for v in inner[1:-1].split(",") if v.strip()]
+    if not value:
+        raise HarnessError(f"LLM spec {shown!r}: base_url=[] names no server; give one or more, e.g. "
+                           'base_url=["http://h1:8000/v1","http://h2:8000/v1"]')
+    urls: list[str] = []
+    for item in value:
+        if not isinstance(item, str) or not _is_http_url(item):
+            raise HarnessError(f"LLM spec {shown!r}: replica {redact_url(str(item))!r} is not an http(s) URL "
+                               "(expected e.g. http://HOST:8000/v1)")
+        url = item.strip().rstrip("/")
+        if url in urls:
+            raise HarnessError(f"LLM spec {shown!r}: replica {redact_url(url)!r} is listed twice")
+        urls.append(url)
+    return tuple(urls)
+
+
+def _is_http_url(text: str) -> bool:
+    try:
+        parts = urlsplit(text.strip())
+        return parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
+    except ValueError:  # a bad port
+        return False

@@ -12,6 +12,8 @@ extra         brings                                         needed by
 ``anthropic`` anthropic                                      LLM provider ``anthropic``
 ``report``    jinja2                                         ``harness report``
 ``parquet``   pyarrow                                        reading ``.parquet`` tables
+``ray``       ray[data]                                      ``--executor ray``, ``dense:index=...,search=ray``
+``faiss``     faiss-cpu                                      ``dense:index=...,faiss=flat|hnsw``
 ``all``       all of the above
 ============  =============================================  ==========================================
 
@@ -35,6 +37,8 @@ EXTRAS: dict[str, tuple[tuple[str, str], ...]] = {
     "anthropic": (("anthropic", "anthropic"),),
     "report": (("jinja2", "jinja2"),),
     "parquet": (("pyarrow", "pyarrow"),),
+    "ray": (("ray", "ray[data]"),),
+    "faiss": (("faiss", "faiss-cpu"),),
 }
 
 

@@ -337,38 +337,60 @@ class DenseEncoder:
 
     def embed(self, texts: Sequence[str], role: str) -> np.ndarray:
         """float32 ``[len(texts), dim]`` embeddings (L2-normalised when ``normalize``), cached."""
-        if self.local_dir is None:
-            self.load()  # a model still to download: its own config may set the prompts
-        template = self.template(role)
         unique = list(dict.fromkeys(texts))
-        cache = self.cache
-        keys = [text_key(role, template, t) for t in unique] if cache is not None else []
-        if cache is not None:
-            vecs, found = cache.lookup(keys, self._dim_seen)
-        else:
-            vecs, found = np.zeros((len(unique), 0), dtype=np.float32), np.zeros(len(unique), dtype=bool)
+        vecs, found = self.lookup(unique, role)
         todo = np.flatnonzero(~found)
         if len(todo):
-            new = self._encode([unique[i] for i in todo], template, [keys[i] for i in todo] if keys else None)
+            new = self.encode_raw([unique[i] for i in todo], role, store=True)
             if vecs.shape[1] != new.shape[1]:  # dimension was unknown (or the cache disagreed)
                 if found.any():
                     log.warning("%s: cached vectors have dimension %d, the model gives %d; re-encoding",
                                 self.label, vecs.shape[1], new.shape[1])
                     found[:] = False
                     todo = np.arange(len(unique))
-                    new = self._encode(unique, template, keys or None)
+                    new = self.encode_raw(unique, role, store=True)
                 vecs = np.zeros((len(unique), new.shape[1]), dtype=np.float32)
             vecs[todo] = new
-        self.cache_hits += int(found.sum())
-        if vecs.shape[1]:
-            self._dim_seen = self.dimension = int(vecs.shape[1])
-        if self.normalize:
-            norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-            vecs = vecs / np.maximum(norms, 1e-12)
+        vecs = self.finish(vecs)
         if len(unique) == len(texts):
             return vecs
         pos = {t: i for i, t in enumerate(unique)}
         return vecs[[pos[t] for t in texts]]
+
+    # the steps of embed(), for executors that encode elsewhere (a Ray actor) what the cache lacks
+    def lookup(self, texts: Sequence[str], role: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(raw vectors, found mask)`` of ``texts`` in the embedding cache (all missing without one);
+        counts the hits."""
+        if self.local_dir is None:
+            self.load()  # a model still to download: its own config may set the prompts
+        cache = self.cache
+        if cache is None:
+            return np.zeros((len(texts), 0), dtype=np.float32), np.zeros(len(texts), dtype=bool)
+        template = self.template(role)
+        vecs, found = cache.lookup([text_key(role, template, t) for t in texts], self._dim_seen)
+        self.cache_hits += int(found.sum())
+        return vecs, found
+
+    def encode_raw(self, texts: list[str], role: str, store: bool = False) -> np.ndarray:
+        """float32 vectors as the model gives them (not normalised); ``store``: into the cache too."""
+        template = self.template(role)
+        keys = [text_key(role, template, t) for t in texts] if store and self.cache is not None else None
+        return self._encode(texts, template, keys)
+
+    def store(self, texts: Sequence[str], role: str, vectors: np.ndarray) -> None:
+        """Put raw vectors encoded elsewhere into the embedding cache (no-op without one)."""
+        if self.cache is not None and len(texts):
+            template = self.template(role)
+            self.cache.put([text_key(role, template, t) for t in texts], np.asarray(vectors, dtype=np.float32))
+
+    def finish(self, vecs: np.ndarray) -> np.ndarray:
+        """Raw vectors as :meth:`embed` returns them: float32, L2-normalised when ``normalize``."""
+        vecs = np.asarray(vecs, dtype=np.float32)
+        if vecs.shape[1]:
+            self._dim_seen = self.dimension = int(vecs.shape[1])
+        if self.normalize:
+            vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        return vecs
 
     def _encode(self, texts: list[str], template: str, keys: list[bytes] | None) -> np.ndarray:
         model = self.load()
@@ -408,6 +430,15 @@ class DenseEncoder:
         return out
 
     # -- reporting ------------------------------------------------------------------------------
+    def settings(self) -> dict[str, Any]:
+        """The constructor arguments that decide what a text's embedding is (not where or how fast it
+        is computed): an index records them, to encode queries as its documents were."""
+        return {"model": self.model_name, "preset": self.preset.name if self.preset else "none",
+                "query_prompt": self._query_prompt, "doc_prompt": self._doc_prompt, "instruction": self.instruction,
+                "normalize": self.normalize, "max_length": self.max_length, "revision": self.revision,
+                "trust_remote_code": self.trust_remote_code, "padding_side": self.padding_side, "dtype": self.dtype}
+
+
     def stats(self) -> dict[str, Any]:
         out: dict[str, Any] = {"encoded": self.encoded, "cache_hits": self.cache_hits,
                                "model_loaded": self._model is not None,

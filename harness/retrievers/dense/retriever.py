@@ -56,26 +56,85 @@ class DenseRetriever(_DenseComponent):
     ``instruction`` (fills ``{instruction}``), ``device``, ``cache``, ``cache_dir``, ``max_length``,
     ``revision``, ``trust_remote_code``, ``padding_side``, ``dtype``, ``local_files_only``,
     ``show_progress``.
+
+    ``index=FOLDER`` searches an index built by ``harness index build`` instead of encoding the
+    corpus: the model and its settings come from the index's manifest (``model`` may point at
+    another copy of the same weights; ``device``, ``batch_size`` and the cache options apply to the
+    queries), and the search reads the shards in bounded memory. ``faiss=flat`` or ``faiss=hnsw``
+    searches with FAISS instead (the ``faiss`` extra), reporting its recall against exact search;
+    ``search=ray`` (or ``ray:address=auto``) searches groups of shards in parallel on Ray.
     """
 
     _doc_ids: list[str] = []  # replaced (never mutated) by index()
     _matrix: np.ndarray | None = None
 
+    def __init__(self, label: str | None = None, index: str | None = None, faiss: str | None = None,
+                 search: str | None = None, **options: Any):
+        self.store: Any = None
+        self.faiss = self.search_on = None
+        if index is None:
+            if faiss is not None or search is not None:
+                raise HarnessError("dense: faiss= and search= apply to an index (dense:index=FOLDER,...)")
+            super().__init__(label, **options)
+            return
+        from harness.retrievers.dense.index_search import IndexSearch, encoder_options
+
+        require("sentence_transformers", "dense", "dense retrieval")
+        self.store = IndexSearch(index, faiss=faiss, search=search)
+        self.encoder = DenseEncoder(label=label or self.default_label,
+                                    **encoder_options(self.store.index.manifest, options))
+
     def index(self, corpus: Mapping[str, Document]) -> None:
-        """Embed every document (``doc.full_text()``), from the cache where possible."""
+        """Embed every document (``doc.full_text()``), from the cache where possible; with an index,
+        check that it was built from this corpus instead."""
+        if self.store is not None:
+            self.store.check_corpus(list(corpus))
+            self._doc_ids = self.store.index.ids
+            return
         self._doc_ids = list(corpus)
         self._matrix = self.encoder.embed([corpus[d].full_text() for d in self._doc_ids], "document")
 
     def search(self, queries: Mapping[str, str], k: int) -> Run:
         """Top ``k`` documents per query by dot product (cosine when normalised); ties: corpus order."""
-        if self._matrix is None:
+        if self._matrix is None and self.store is None:
             raise HarnessError(f"{self.encoder.label}: search() called before index()")
         qids = list(queries)
         if not qids or not self._doc_ids or k <= 0:
             return Run({q: [] for q in qids})
         qmat = self.encoder.embed([queries[q] for q in qids], "query")
-        idx, val = exact_top_k(qmat, self._matrix, k)
+        if self.store is not None:
+            self.store.check_model(self.encoder)
+            idx, val = self.store.search(qmat, k)
+        else:
+            idx, val = exact_top_k(qmat, self._matrix, k)
         return Run(dict(zip(qids, as_hits(self._doc_ids, idx, val), strict=True)))
+
+    def stats(self) -> dict[str, Any]:
+        out = super().stats()
+        if self.store is not None:
+            out.update(self.store.stats())
+        return out
+
+    def config(self) -> dict[str, Any]:
+        out = super().config()
+        if self.store is not None:
+            out["index"] = self.store.describe()
+        return out
+
+
+def _with_index_options(signature: inspect.Signature) -> inspect.Signature:
+    """The encoder's arguments plus ``index``, ``faiss`` and ``search`` (what help and the registry see)."""
+    params = list(signature.parameters.values())
+    extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None")
+             for n in ("index", "faiss", "search")]
+    keep = [p for p in params if p.kind != inspect.Parameter.VAR_KEYWORD]
+    positional = [p for p in keep if p.kind != inspect.Parameter.KEYWORD_ONLY]
+    return signature.replace(parameters=positional + [p for p in keep if p.kind == inspect.Parameter.KEYWORD_ONLY]
+                             + extra)
+
+
+DenseRetriever.__init__.__signature__ = _with_index_options(  # type: ignore[attr-defined]
+    inspect.signature(DenseEncoder.__init__))
 
 
 class DenseReranker(_DenseComponent):

@@ -1,0 +1,70 @@
+"""``harness index``: build an embedding index of a corpus on disk (locally or on Ray), and describe one.
+Search it with ``harness eval --retriever dense:index=FOLDER``."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from harness.cli.options import CACHE_DIR_OPTION, data_dir_option, make_context
+
+
+@click.group("index")
+def index_group() -> None:
+    """Embedding indexes on disk: build one, describe one."""
+
+
+@index_group.command("build")
+@data_dir_option
+@click.option("--task", "-t", help="Task whose corpus to encode, e.g. scifact.")
+@click.option("--dataset", "-d", help="Dataset spec instead of a task, e.g. beir:path=/data/scifact.")
+@click.option("--retriever", "-r", default="dense", show_default=True,
+              help="The dense model to encode with, as a retriever spec: dense:model=...,preset=... (or a plugin "
+                   "built on it).")
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False),
+              help="The index folder (created; a folder holding part of the same index is completed).")
+@click.option("--shard-size", type=click.IntRange(min=1), default=None, help="Documents per shard [default 100000].")
+@click.option("--dtype", type=click.Choice(["float32", "float16"]), default="float32", show_default=True,
+              help="How vectors are stored (float16 halves the size; scores move by about 1e-3).")
+@click.option("--executor", "-x", default="local", show_default=True, metavar="local|ray|ray:address=auto",
+              help="Where to encode: in this process, on a local Ray cluster, or on a running one (Ray options: "
+                   "actors, num_cpus, num_gpus, batch_size, device).")
+@click.option("--overwrite", is_flag=True, help="Replace an index of another corpus or model in --output.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@CACHE_DIR_OPTION
+def build_cmd(task, dataset, retriever, output, shard_size, dtype, executor, overwrite, quiet, cache_dir) -> None:
+    """Encode a corpus into an index folder of shards (resumable: complete shards are kept)."""
+    from harness.api import build_index
+
+    if not task and not dataset:
+        raise click.UsageError("give --task NAME or --dataset SPEC")
+    context = make_context(cache_dir=cache_dir, quiet=quiet)
+    report = build_index(output, task=task, dataset=dataset, retriever=retriever, shard_size=shard_size, dtype=dtype,
+                         executor=executor, overwrite=overwrite, context=context,
+                         on_shard=None if quiet else (lambda line: click.echo(f"[harness] {line}", err=True)))
+    click.echo(report.line())
+
+
+@index_group.command("info")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
+def info_cmd(folder: str, as_json: bool) -> None:
+    """Describe an index: model, documents, shards (complete or not), dtype, where the corpus came from."""
+    from harness.api import index_info
+
+    info = index_info(folder)
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    model = info.get("model") or {}
+    click.echo(f"index:      {folder}")
+    click.echo(f"documents:  {info['count']} in {info['shards']} shard(s) of {info['shard_size']}; "
+               f"{info['shards_complete']} complete" + ("" if info.get("complete") else " (build not finished)"))
+    click.echo(f"vectors:    {info.get('dimension')}-d {info['dtype']}, "
+               f"{'normalised (cosine)' if info.get('normalize') else 'not normalised (dot product)'}")
+    click.echo(f"model:      {model.get('model')} (revision {model.get('revision')}, fingerprint "
+               f"{model.get('fingerprint')})")
+    click.echo(f"templates:  query {info.get('query_template')!r}, document {info.get('doc_template')!r}")
+    src = info.get("source") or {}
+    click.echo(f"corpus:     task {src.get('task')}, dataset {src.get('dataset')}, ids sha256 {info['ids_sha256']}")
