@@ -58,6 +58,8 @@ _EXPORTS = {
     "load_task": "harness.api",
     "load_dataset": "harness.api",
     "list_plugins": "harness.api",
+    "build_index": "harness.api",
+    "index_info": "harness.api",
     "task_queries": "harness.evaluation.pipeline",
     "EvalResult": "harness.results.result",
     "render_table": "harness.results.table",
@@ -65,7 +67,7 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness.api import evaluate, list_plugins, load_dataset, load_task, score  # noqa: F401
+    from harness.api import build_index, evaluate, index_info, list_plugins, load_dataset, load_task, score  # noqa: F401
     from harness.concepts.dataset import Dataset  # noqa: F401
     from harness.concepts.document import Document  # noqa: F401
     from harness.concepts.errors import DataError, HarnessError  # noqa: F401

@@ -15,6 +15,9 @@ _EXPORTS = {
     # the encoder base
     "DenseEncoder": "harness.retrievers.dense.encoder",
     "DEFAULT_MODEL": "harness.retrievers.dense.model",
+    # indexes on disk
+    "EmbeddingIndex": "harness.retrievers.dense.index",
+    "top_k_blocks": "harness.retrievers.dense.search",
     # presets
     "Preset": "harness.retrievers.dense.presets",
     "PRESETS": "harness.retrievers.dense.presets",
@@ -24,9 +27,11 @@ _EXPORTS = {
 
 if TYPE_CHECKING:  # pragma: no cover
     from harness.retrievers.dense.encoder import DenseEncoder  # noqa: F401
+    from harness.retrievers.dense.index import EmbeddingIndex  # noqa: F401
     from harness.retrievers.dense.model import DEFAULT_MODEL  # noqa: F401
     from harness.retrievers.dense.presets import PRESETS, Preset, get_preset, render  # noqa: F401
     from harness.retrievers.dense.retriever import DenseReranker, DenseRetriever  # noqa: F401
+    from harness.retrievers.dense.search import top_k_blocks  # noqa: F401
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 __all__ = sorted(_EXPORTS)
