@@ -116,4 +116,5 @@ def _print_result(result, as_json: bool, quiet: bool, llm_settings) -> None:
     title = f"{result.task.name}  ({' -> '.join(comps)}; {sum(len(r) for r in result.runs.values())} queries)"
     if not result.complete:
         title += "  INCOMPLETE"
-    click.echo(metrics_table(result.metrics, title, uncertainty=result.uncertainty, details=result.metric_details))
+    click.echo(metrics_table(result.metrics, title, uncertainty=result.uncertainty, details=result.metric_details,
+                             notes=result.metric_notes))

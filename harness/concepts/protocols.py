@@ -107,12 +107,14 @@ class MetricInput:
 class MetricResult:
     """``aggregate``: name -> value (metrics only); ``per_query``: qid -> name -> value;
     ``uncertainty``: name -> how sure the value is (SE, 95% interval, n, a bootstrap estimate);
-    ``details``: counts that are not metrics (queries scored or skipped, positions dropped)."""
+    ``details``: counts that are not metrics (queries scored or skipped, positions dropped);
+    ``notes``: name -> why the metric has no value (``nan``), in words a table can print."""
 
     aggregate: dict[str, float]
     per_query: dict[str, dict[str, float]] = field(default_factory=dict)
     uncertainty: dict[str, Uncertainty] = field(default_factory=dict)
     details: dict[str, float] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
 
 
 @runtime_checkable

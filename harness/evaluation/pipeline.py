@@ -265,6 +265,7 @@ def evaluate(
     per_query: dict[str, dict[str, float]] = {}
     uncertainty: dict[str, Any] = {}  # name -> Uncertainty
     details: dict[str, float] = {}  # counts metrics report that are not metrics
+    notes: dict[str, str] = {}  # why a metric has no value
     for metric in metric_objs:
         if metric.per_mode:
             for mode in ds.modes:
@@ -274,6 +275,7 @@ def evaluate(
                 aggregate.update({f"{n}{suffix}": v for n, v in res.aggregate.items()})
                 uncertainty.update({f"{n}{suffix}": u for n, u in res.uncertainty.items()})
                 details.update({f"{n}{suffix}": v for n, v in res.details.items()})
+                notes.update({f"{n}{suffix}": v for n, v in res.notes.items()})
                 for q, vals in res.per_query.items():
                     per_query.setdefault(q, {}).update({f"{n}{suffix}": v for n, v in vals.items()})
         else:
@@ -281,6 +283,7 @@ def evaluate(
             aggregate.update(res.aggregate)
             uncertainty.update(res.uncertainty)
             details.update(res.details)
+            notes.update(res.notes)
             for q, vals in res.per_query.items():
                 per_query.setdefault(q, {}).update(vals)
         components.setdefault("metrics", []).append(describe(metric) | {"names": list(metric.names)})
@@ -291,7 +294,8 @@ def evaluate(
     result = EvalResult(the_task, ds, components, aggregate, per_query, runs, judgments, counts, timings,
                         usage=usage, command=command,
                         llm_failures=_llm_failures(usage, components, max_llm_failures),
-                        uncertainty=uncertainty, metric_details=details, versions=ctx.versions())
+                        uncertainty=uncertainty, metric_details=details, metric_notes=notes,
+                        versions=ctx.versions())
     ctx.llm.close()
     if output:
         from harness.results.store import write_results

@@ -33,7 +33,8 @@ class EvalResult:
     holds.
 
     ``metrics``: name -> value (metrics only); ``uncertainty``: name -> :class:`Uncertainty` of that
-    value; ``metric_details``: counts the metrics report that are not metrics (queries skipped...)."""
+    value; ``metric_details``: counts the metrics report that are not metrics (queries skipped...);
+    ``metric_notes``: name -> why a metric has no value."""
 
     task: Task
     dataset: Dataset | None = None
@@ -49,6 +50,7 @@ class EvalResult:
     llm_failures: dict[str, Any] = field(default_factory=dict)  # harness.llm.failures.failure_report
     uncertainty: dict[str, Uncertainty] = field(default_factory=dict)
     metric_details: dict[str, float] = field(default_factory=dict)
+    metric_notes: dict[str, str] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)  # the context's plugin and library versions
     members: dict[str, EvalResult] = field(default_factory=dict)  # a suite's member results
 
@@ -112,6 +114,7 @@ class EvalResult:
             "metrics": self.metrics,
             "uncertainty": uncertainty_dict(self.uncertainty),
             "metric_details": self.metric_details,
+            "metric_notes": self.metric_notes,
             "counts": self.counts,
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
             "usage": self.usage,
@@ -129,7 +132,7 @@ class EvalResult:
             "components": self.system_components,
             "versions": self.versions or first.versions,
             "tasks": {name: {"metrics": r.metrics, "uncertainty": uncertainty_dict(r.uncertainty),
-                             "metric_details": r.metric_details,
+                             "metric_details": r.metric_details, "metric_notes": r.metric_notes,
                              "results": f"{name.replace(':', '_')}/results.json",
                              "dataset": r.dataset_dict()} for name, r in self.members.items()},
             "metrics": self.metrics,

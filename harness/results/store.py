@@ -290,6 +290,11 @@ class StoredResults:
         return {k: _number(v) for k, v in (self.data.get("metric_details") or {}).items()}
 
     @property
+    def metric_notes(self) -> dict[str, str]:
+        """name -> why a metric has no value (absent from files written before notes existed)."""
+        return {k: str(v) for k, v in (self.data.get("metric_notes") or {}).items()}
+
+    @property
     def components(self) -> dict[str, Any]:
         return self.data.get("components") or {}
 

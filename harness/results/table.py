@@ -45,10 +45,10 @@ def with_uncertainty(value: float | None, uncertainty: Uncertainty | None, digit
 
 def metrics_table(metrics: Mapping[str, float], title: str = "", digits: int = 4,
                   uncertainty: Mapping[str, Uncertainty] | None = None,
-                  details: Mapping[str, float] | None = None) -> str:
+                  details: Mapping[str, float] | None = None, notes: Mapping[str, str] | None = None) -> str:
     """One row per metric. With ``uncertainty``, a metric that has one reads ``value ± SE`` and a
     column ``n`` gives its number of queries; ``details`` (counts that are not metrics) follow in
-    their own table."""
+    their own table; ``notes`` say, under the table, why a metric has no value."""
     uncertainty = uncertainty or {}
     if any(u.se is not None or u.ci95 is not None or u.n is not None for u in uncertainty.values()):
         show_n = any(u.n is not None for u in uncertainty.values())
@@ -65,6 +65,9 @@ def metrics_table(metrics: Mapping[str, float], title: str = "", digits: int = 4
         body = render([(k, v) for k, v in metrics.items()], ["metric", "value"], digits)
     if details:
         body += "\n\n" + render([(k, v) for k, v in details.items()], ["detail", "count"], digits=0)
+    for name, why in (notes or {}).items():
+        if name in metrics:
+            body += f"\n{name}: no value: {why}"
     return f"{title}\n{body}" if title else body
 
 

@@ -43,6 +43,11 @@ def _flag(value: Any) -> bool:
     return bool(value)
 
 
+#: the reply cap of the pointwise protocols: the official code's for its open models (Together AI);
+#: its GPT-4 runs used 3000 (``max_tokens=3000``). The score comes last, after the reasoning.
+DEFAULT_MAX_TOKENS = 1024
+
+
 class _Pointwise:
     protocol = ""
     templates: list[str] = []
@@ -52,7 +57,7 @@ class _Pointwise:
                  context: Context | None = None):
         self.objective = _flag(objective)
         self.temperature = float(temperature)
-        self.max_tokens = int(max_tokens) if max_tokens else None
+        self.max_tokens = DEFAULT_MAX_TOKENS if max_tokens is None else (int(max_tokens) or None)  # 0: no cap
         self.max_requirements = int(max_requirements)
         if self.max_requirements < 1:
             raise ValueError("max_requirements must be >= 1")

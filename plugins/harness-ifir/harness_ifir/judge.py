@@ -43,18 +43,24 @@ def document_text(doc: Document, max_chars: int | None = None) -> str:
     return text[:max_chars] if max_chars else text
 
 
+#: the judge's reply cap (see :class:`InstfolJudge`)
+DEFAULT_MAX_TOKENS = 64
+
+
 class InstfolJudge:
     """Options: ``llm`` (default: ``--llm``), ``depth`` (20), ``prompts`` (a folder of replacement
     templates), ``prompt`` (one template file for every query), ``temperature`` (0), ``top_p`` (0.7;
     ``null`` sends none), ``top_logprobs`` (10), ``min_prob`` (0.01), ``max_score`` (3), ``max_chars``
-    (none: documents are sent whole, as the released code does), ``max_tokens`` (none)."""
+    (none: documents are sent whole, as the released code does), ``max_tokens`` (64: the reply's JSON
+    puts the score first, so it fits with room; a truncated reason still parses; ``0`` sends none)."""
 
     def __init__(self, llm: str | None = None, depth: int = 20, prompts: str | None = None, prompt: str | None = None,
                  temperature: float = 0.0, top_p: float | None = 0.7, top_logprobs: int = 10, min_prob: float = 0.01,
                  max_score: int = 3, max_chars: int | None = None, max_tokens: int | None = None,
                  context: Context | None = None):
         self.depth, self.top_logprobs, self.min_prob = int(depth), int(top_logprobs), float(min_prob)
-        self.max_score, self.max_chars, self.max_tokens = int(max_score), max_chars, max_tokens
+        self.max_score, self.max_chars = int(max_score), max_chars
+        self.max_tokens = DEFAULT_MAX_TOKENS if max_tokens is None else (int(max_tokens) or None)
         self.templates = TemplateSet(prompts, prompt)
         self.temperature, self.top_p = float(temperature), (None if top_p is None else float(top_p))
         self.client = Context.of(context).llm.client(llm, temperature=self.temperature, top_p=self.top_p)

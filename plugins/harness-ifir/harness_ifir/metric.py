@@ -126,7 +126,20 @@ class Instfol:
         agg[self.key] = sum(values.values()) / len(values) if values else float("nan")
         details = {f"{self.key}_queries": float(sum(len(v) for v in groups.values())),
                    f"{self.key}_queries_skipped": float(skipped), f"{self.key}_positions_dropped": float(dropped)}
-        return MetricResult(agg, per_query, details=details)
+        notes = {self.key: self._why_none(jb, jt, skipped=skipped)} if not values else {}
+        return MetricResult(agg, per_query, details=details, notes=notes)
+
+    @staticmethod
+    def _why_none(*judgment_sets: Any, skipped: int = 0) -> str:
+        """Why no query could be scored: the judgments' failures, counted by reason."""
+        from collections import Counter
+
+        judged = [j for js in judgment_sets if js for j in js.values()]
+        reasons = Counter(str((j.details or {}).get("error") or "no score") for j in judged if j.score is None)
+        usable = sum(1 for j in judged if j.score is not None)
+        why = ", ".join(f"{n} {r}" for r, n in reasons.most_common())
+        return (f"no query has a usable judgment in both modes ({skipped} queries; {len(judged)} pairs judged, "
+                f"{usable} usable" + (f"; failed: {why}" if why else "") + ")")
 
     def config(self) -> dict[str, Any]:
         return {"metric": "instfol", "cutoff": self.cutoff, "pooled": self.pooled, "base": self.base,

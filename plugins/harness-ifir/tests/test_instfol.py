@@ -180,3 +180,19 @@ def test_pooled_differs_from_the_mean_of_ratios():
     # per query: q1 (2-1)/(3-1) = 0.5, q2 (3-2)/(3-2) = 1 -> mean 75; pooled: S_q mean 4/3, S_inst 7/3 -> 1/(5/3) = 60
     assert Instfol().compute(inp).aggregate["instfol_L1"] == pytest.approx(75.0)
     assert Instfol(pooled=True).compute(inp).aggregate["instfol_pooled_L1"] == pytest.approx(60.0)
+
+
+def test_no_usable_judgment_gives_no_value_and_says_why():
+    """A judge whose every reply is unparseable (a small base model): INSTFOL is nan, with a note that
+    counts the pairs and the reasons, and the table prints it instead of a bare nan."""
+    from harness.results.table import metrics_table
+
+    with TestServer(reply="I cannot judge this.") as srv:
+        res, judgments, judge = judge_and_score(srv.spec("tiny-model"))
+    assert math.isnan(res.aggregate["instfol@4"])
+    note = res.notes["instfol@4"]
+    assert note == ("no query has a usable judgment in both modes (2 queries; 12 pairs judged, 0 usable; "
+                    "failed: 12 unparseable reply (no-json))")
+    table = metrics_table(res.aggregate, details=res.details, notes=res.notes)
+    assert f"instfol@4: no value: {note}" in table
+    assert judge.stats()["parse_failures"] == judge.stats()["failed"] == 12

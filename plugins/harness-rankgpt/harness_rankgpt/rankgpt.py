@@ -20,6 +20,12 @@ FAILURES = ("unparseable", "refused", "truncated")
 QUERY_FIELDS = ("auto", "formed", "raw")
 
 
+def permutation_cap(window: int) -> int:
+    """Reply tokens a full permutation of ``window`` passages takes, with room: ``[12] > `` is at most
+    about five tokens in the common tokenizers; 6 per passage plus 32 for a preamble."""
+    return 6 * int(window) + 32
+
+
 class RankGPT:
     """RankGPT (Sun et al., EMNLP 2023), faithful to the official code by default.
 
@@ -37,7 +43,9 @@ class RankGPT:
       ``auto`` (``raw`` when ``objective=instruction``, else ``formed``).
     - ``zero_based`` (False): ids ``[0]..[n-1]`` (BIRCO). ``escape_brackets`` (False): ``[``/``]``
       in the query and passages become ``(``/``)`` (BIRCO).
-    - ``max_words`` (300): each passage's word cap. ``temperature`` (0). ``max_tokens`` (none).
+    - ``max_words`` (300): each passage's word cap. ``temperature`` (0). ``max_tokens``: the reply
+      cap, by default :func:`permutation_cap` of the window (6 per passage + 32: a full permutation
+      fits, a model that never ends its turn stops there); ``0`` sends none.
     - ``parser``: ``digits`` (the official parser: every digit counts) or ``brackets`` (only ``[n]``).
     - ``shuffle``: an integer seed to shuffle each candidate list first (NovelEval's protocol).
     """
@@ -75,12 +83,12 @@ class RankGPT:
         self.escape = bool(escape_brackets)
         self.max_words = int(max_words) if max_words else None
         self.temperature = float(temperature)
-        self.max_tokens = max_tokens
+        self.max_tokens = permutation_cap(self.window) if max_tokens is None else (int(max_tokens) or None)
         self.parser = parser
         self.shuffle = shuffle
         defaults: dict[str, Any] = {"temperature": self.temperature}
-        if max_tokens:
-            defaults["max_tokens"] = int(max_tokens)
+        if self.max_tokens:
+            defaults["max_tokens"] = self.max_tokens
         self.client = Context.of(context).llm.client(llm, **defaults)
         self._lock = threading.Lock()
         self._stats: Counter[str] = Counter()
