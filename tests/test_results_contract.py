@@ -236,3 +236,16 @@ def test_summary_table_reads_uncertainty_fields():
     rows = [ln.split() for ln in summary_table(suite, se=False).splitlines()[2:]]
     assert rows == [["bm25", "|", "s:a", "43.5", "62.0"], ["bm25", "|", "s:b", "55.5", "62.0"],
                     ["bm25", "|", "mean", "49.5", "62.0"]]  # the mean of the members' bootstrap means
+
+
+def test_a_metric_without_a_value_says_why(tmp_path):
+    """A note (why a metric is nan) is printed under the table and kept in results.json."""
+    from harness.results.store import read_results, write_results
+    from harness.results.table import metrics_table
+
+    table = metrics_table({"instfol": float("nan"), "nDCG@10": 0.5}, notes={"instfol": "no usable judgment"})
+    assert "instfol: no value: no usable judgment" in table
+    result = _result()
+    result.metric_notes = {"ndcg": "why not"}
+    write_results(result, tmp_path / "out")
+    assert read_results(tmp_path / "out").metric_notes == {"ndcg": "why not"}

@@ -67,6 +67,24 @@ def _failure_banner(result) -> str:
     return banner(result.llm_failures, sum(len(r) for r in result.runs.values()))
 
 
+def _quality_lines(result) -> list[str]:
+    """One line per LLM component whose replies were not all usable (reply-quality failures: part of
+    what is measured, handled by the method's own rule), e.g. a small model's unparseable windows."""
+    if result.is_suite:
+        return []
+    described = [*result.components.get("rerankers", []), result.components.get("judge") or {}]
+    lines = []
+    for desc in described:
+        st = desc.get("stats") or {}
+        if st.get("failed_windows"):
+            lines.append(f"{desc['spec']}: {st['failed_windows']} of {st.get('windows', '?')} windows gave no usable "
+                         f"ranking (each kept its order; by kind in results.json)")
+        elif st.get("parse_failures"):
+            lines.append(f"{desc['spec']}: {st['parse_failures']} of {st.get('items', '?')} replies unparseable "
+                         f"(handled by the method's rule; see results.json)")
+    return lines
+
+
 def _print_result(result, as_json: bool, quiet: bool, llm_settings) -> None:
     from harness.results.table import metrics_table, render, summary_table
 
@@ -97,6 +115,8 @@ def _print_result(result, as_json: bool, quiet: bool, llm_settings) -> None:
     if failures:
         click.secho(failures, fg="red" if not result.complete else "yellow")
         click.echo()
+    for line in _quality_lines(result):
+        click.echo(line)
     if result.task.table or any(r.task.table for r in result.members.values()):
         click.echo(summary_table(result))
         click.echo()

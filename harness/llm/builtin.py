@@ -16,3 +16,6 @@ def register_llm_providers(register):
     register("openai-compatible", lazy("harness.llm.providers.openai:OpenAICompatibleProvider"),
              "Any OpenAI-compatible server by base_url (vLLM, llama.cpp, Ollama, SGLang); "
              "aliases vllm:, ollama:, llamacpp:, sglang:")
+    register("local", lazy("harness.llm.providers.local:LocalProvider"),
+             "llama.cpp in this process (llama-cpp-python): the packaged Gemma 3 270M, or local:path=FILE.gguf; "
+             "no key, no network")

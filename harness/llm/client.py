@@ -29,7 +29,7 @@ from harness.llm.batch.api import Pending
 from harness.llm.cache import CACHE_FORMAT, LLMCache, key_of
 from harness.llm.dryrun import DryRun, placeholder
 from harness.llm.endpoint import Endpoint
-from harness.llm.errors import FatalLLMError, LLMError, LogprobsUnsupported, RunStopped
+from harness.llm.errors import FatalLLMError, LLMError, LLMTimeout, LogprobsUnsupported, RunStopped
 from harness.llm.pool import bounded_map
 from harness.llm.retry import RetryPolicy
 from harness.llm.types import ChatOptions, ChatRequest, Message, Messages, Reply, normalize_messages
@@ -202,16 +202,20 @@ class Client:
     def _send(self, key: str, payload: dict[str, Any], msgs: list[Message], opts: ChatOptions,
               fallback: str | None) -> Reply:
         retries = 0
+        timed_out = False
 
         def attempt(time_left: float | None) -> Reply:
             with self.endpoint.slot():
+                if timed_out and hasattr(self.provider, "wait_idle"):
+                    self.provider.wait_idle(time_left)  # not queued behind the abandoned generation
                 if self._timeout_arg:
                     return self.provider.chat(msgs, opts, timeout=time_left)
                 return self.provider.chat(msgs, opts)
 
         def on_retry(error: LLMError, attempt_number: int) -> None:
-            nonlocal retries
+            nonlocal retries, timed_out
             retries += 1
+            timed_out = isinstance(error, LLMTimeout)
             self.usage.record_retry(self.label, error)
             log.debug("%s: attempt %d failed (%s); retrying", self.label, attempt_number, error)
 

@@ -56,6 +56,8 @@ BUILTIN_PRICES: dict[str, tuple[float, float]] = {
     "openai:o3-mini": (1.10, 4.40),
     "openai:o3-pro": (20.00, 80.00),
     "openai:o4-mini": (1.10, 4.40),
+    # the embedded llama.cpp provider: local compute
+    "local:": (0.0, 0.0),
     # Anthropic
     "anthropic:claude-opus-4-5": (5.00, 25.00),
     "anthropic:claude-opus-4-1": (15.00, 75.00),

@@ -104,6 +104,10 @@ class LLMSession:
             kwargs.setdefault("timeout", self.settings.timeout)
         if self.settings.connect_timeout is not None:
             kwargs.setdefault("connect_timeout", self.settings.connect_timeout)
+        from harness.plugins.registry import accepts_parameter
+
+        if accepts_parameter(component.factory, "cache_dir"):  # a provider keeping files (a model) in the cache root
+            kwargs.setdefault("cache_dir", self.settings.cache_dir)
         try:
             return component.factory(**kwargs)
         except TypeError as exc:
@@ -191,7 +195,8 @@ class LLMSession:
             provider, endpoint = self.replica_set(parsed, conc, require_key=not dry)
         else:
             provider = self.resolve_provider(parsed, require_key=not dry)
-            endpoint = self.endpoint(provider, conc)
+            explicit = bool(max_concurrency or parsed.client_args.get("max_concurrency"))
+            endpoint = self.endpoint(provider, self.fitted_concurrency(provider, parsed, conc, explicit, dry))
         cache = None
         if use_cache:
             cache = self.cache(root)
@@ -218,6 +223,21 @@ class LLMSession:
             if client not in self._all:
                 self._all.append(client)
         return client
+
+    @staticmethod
+    def fitted_concurrency(provider: Any, spec: LLMSpec, wanted: int, explicit: bool, dry: bool) -> int:
+        """Requests in flight for ``provider``: at most what it serves at once when it says so (the
+        embedded model: 1; a llama.cpp server: its slots), so the client never builds a queue it would
+        time out of; 1 for a ``llamacpp:`` server that does not say. ``max_concurrency`` given in the
+        spec or the call is kept as given for servers (the embedded model is always 1)."""
+        slots = getattr(provider, "slots", None)
+        if slots is None and not dry and hasattr(provider, "server_slots") and not explicit:
+            slots = provider.server_slots()
+        if slots is None and spec.alias in ("llamacpp", "llama.cpp") and not explicit:
+            slots = 1
+        if slots is None or (explicit and getattr(provider, "slots", None) is None):
+            return wanted
+        return max(1, min(wanted, int(slots)))
 
     def endpoint(self, provider: Any, max_concurrency: int, replicas: list[Endpoint] | None = None) -> Endpoint:
         """The endpoint of ``provider``'s base URL with this bound: clients of one endpoint share the

@@ -5,6 +5,7 @@
 - aliases for OpenAI-compatible servers, with their usual local URL as default:
   ``vllm:MODEL``, ``ollama:llama3:8b``, ``llamacpp:MODEL``, ``sglang:MODEL``, ``compat:MODEL:base_url=...``
 - a bare model name picks its provider: ``gpt-4o-mini`` -> openai, ``claude-...`` -> anthropic
+- ``local`` (the packaged Gemma 3 270M in process), ``local:path=/models/x.gguf``, ``local:NAME:path=...``
 - replicas of one OpenAI-compatible model: ``vllm:MODEL:base_url=["http://h1:8000/v1","http://h2:8000/v1"]``
   (a list, quoted or not: :mod:`harness.llm.providers.replicas`)
 
@@ -38,6 +39,7 @@ ALIASES: dict[str, tuple[str, str | None]] = {
 _INFER = (("gpt-", "openai"), ("chatgpt-", "openai"), ("o1", "openai"), ("o3", "openai"),
           ("o4", "openai"), ("claude", "anthropic"))
 CLIENT_ARGS = ("max_concurrency",)
+LOCAL, LOCAL_DEFAULT = "local", "gemma-3-270m-q4_k_m"
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,11 @@ def parse_llm_spec(text: str) -> LLMSpec:
         )
     if not path or not path[0]:
         raise HarnessError(f"LLM spec {text!r} has arguments but no provider:model")
+    if path[0] == LOCAL:  # the embedded model: the packaged one, or a GGUF named by path=
+        from pathlib import Path
+
+        model = ":".join(path[1:]) or (Path(str(args["path"])).stem if "path" in args else LOCAL_DEFAULT)
+        path = [LOCAL, model]
     if len(path) == 1:
         provider = next((p for prefix, p in _INFER if path[0].startswith(prefix)), None)
         if provider is None:

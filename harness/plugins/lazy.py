@@ -19,15 +19,16 @@ def lazy(target: str) -> Callable[..., Any]:
     def factory(**kwargs: Any) -> Any:
         return resolve()(**kwargs)
 
-    def accepts_context() -> bool:
+    def accepts(name: str) -> bool:
         import inspect
 
         try:
-            return "context" in inspect.signature(resolve()).parameters
+            return name in inspect.signature(resolve()).parameters
         except (TypeError, ValueError):
             return False
 
     factory.__qualname__ = factory.__name__ = f"lazy[{target}]"
     factory.target = target  # type: ignore[attr-defined]
-    factory.accepts_context = accepts_context  # type: ignore[attr-defined]
+    factory.accepts = accepts  # type: ignore[attr-defined]
+    factory.accepts_context = lambda: accepts("context")  # type: ignore[attr-defined]
     return factory

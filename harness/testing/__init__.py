@@ -6,7 +6,9 @@
   its own (cache folder, no downloads, no keys) and the shared benchmark folder or a clear skip;
 - :func:`fresh_venv`, :func:`pip`, :func:`build_wheel`: install a plugin the way users do;
 - :func:`plugin_registry`: a registry of the built-ins plus the plugin modules given, in-process;
-- :func:`isolated_context`: a :class:`harness.Context` with its own cache, fast retries, no progress.
+- :func:`isolated_context`: a :class:`harness.Context` with its own cache, fast retries, no progress;
+- :class:`LlamaServer`: a real llama.cpp server with the packaged Gemma 3 270M (the ``local`` extra);
+  :class:`CountingProxy`: a reverse proxy counting what reaches a real server.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ _EXPORTS = {
     "fresh_venv": "harness.testing.venv",
     "pip": "harness.testing.venv",
     "build_wheel": "harness.testing.venv",
+    # a real model server
+    "LlamaServer": "harness.testing.llama",
+    "CountingProxy": "harness.testing.proxy",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,7 +45,9 @@ if TYPE_CHECKING:  # pragma: no cover
         require_data,
         shared_data_dir,
     )
+    from harness.testing.llama import LlamaServer  # noqa: F401
     from harness.testing.llm_server import ScriptedReply, TestServer, last_user_text  # noqa: F401
+    from harness.testing.proxy import CountingProxy  # noqa: F401
     from harness.testing.venv import build_wheel, fresh_venv, pip  # noqa: F401
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())

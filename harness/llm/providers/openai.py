@@ -4,6 +4,7 @@ server (vLLM, llama.cpp, Ollama, SGLang) by base URL. The SDK is imported on the
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from harness.llm.errors import MalformedReply
@@ -174,6 +175,8 @@ class OpenAICompatibleProvider(OpenAIProvider):
         else:
             self._api_key = DUMMY_KEY
         self.key_source = key_source(api_key_env, self._api_key)
+        self._server_kind: str | None = None
+        self._slots: int | None = None
 
     @property
     def official(self) -> bool:
@@ -181,4 +184,55 @@ class OpenAICompatibleProvider(OpenAIProvider):
 
     def batch_api(self) -> Any:
         """None: an OpenAI-compatible server (vLLM, llama.cpp, Ollama) offers no Batch API."""
+        return None
+
+    @property
+    def root(self) -> str:
+        base = (self.base_url or "").rstrip("/")
+        return base[: -len("/v1")] if base.endswith("/v1") else base
+
+    def server_slots(self) -> int | None:
+        """How many requests the server runs at once, when it says (one quick GET, asked once):
+        llama.cpp's ``llama-server`` reports ``total_slots`` at ``/props``; llama-cpp-python's server
+        (its OpenAPI title names llama.cpp) runs one at a time. None: unknown (vLLM, Ollama...)."""
+        if self._server_kind is None:
+            self._server_kind, self._slots = "", None
+            props = _get_json(f"{self.root}/props", 2.0)
+            if isinstance(props, dict) and "total_slots" in props:
+                self._server_kind, self._slots = "llama-server", int(props["total_slots"])
+            else:
+                spec = _get_json(f"{self.root}/openapi.json", 2.0)
+                title = str(spec.get("info", {}).get("title", "")) if isinstance(spec, dict) else ""
+                if "llama.cpp" in title.lower():
+                    self._server_kind, self._slots = "llama-cpp-python", 1
+        return self._slots
+
+    def wait_idle(self, budget: float | None = None) -> None:
+        """After a timed-out request: wait until a llama.cpp server has finished with it, so the retry
+        is not queued behind the abandoned generation (llama-cpp-python's server answers a tokenize
+        request only once its model is free; ``llama-server`` lists its slots). No-op elsewhere."""
+        if not self._server_kind:
+            return
+        deadline = time.monotonic() + (budget if budget is not None else self.timeout)
+        if self._server_kind == "llama-cpp-python":
+            _get_json(f"{self.root}/extras/tokenize/count", max(1.0, deadline - time.monotonic()), {"input": "a"})
+            return
+        while time.monotonic() < deadline:
+            slots = _get_json(f"{self.root}/slots", 2.0)
+            if not isinstance(slots, list) or not any(isinstance(s, dict) and s.get("is_processing") for s in slots):
+                return
+            time.sleep(0.25)
+
+
+def _get_json(url: str, timeout: float, post: dict[str, Any] | None = None) -> Any:
+    """GET (or POST ``post``) ``url``; the JSON reply, or None on any failure (a probe, never an error)."""
+    import json
+    import urllib.request
+
+    data = None if post is None else json.dumps(post).encode()
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the user's own endpoint
+            return json.loads(resp.read())
+    except (OSError, ValueError):
         return None

@@ -184,15 +184,11 @@ def test_pooled_differs_from_the_mean_of_ratios():
 
 def test_no_usable_judgment_gives_no_value_and_says_why():
     """A judge whose every reply is unparseable (a small base model): INSTFOL is nan, with a note that
-    counts the pairs and the reasons, and the table prints it instead of a bare nan."""
-    from harness.results.table import metrics_table
-
+    counts the pairs and the reasons (printed under the metrics table: tests/test_results_contract.py)."""
     with TestServer(reply="I cannot judge this.") as srv:
         res, judgments, judge = judge_and_score(srv.spec("tiny-model"))
     assert math.isnan(res.aggregate["instfol@4"])
     note = res.notes["instfol@4"]
     assert note == ("no query has a usable judgment in both modes (2 queries; 12 pairs judged, 0 usable; "
                     "failed: 12 unparseable reply (no-json))")
-    table = metrics_table(res.aggregate, details=res.details, notes=res.notes)
-    assert f"instfol@4: no value: {note}" in table
     assert judge.stats()["parse_failures"] == judge.stats()["failed"] == 12

@@ -114,3 +114,16 @@ def test_one_failure_in_387_is_accepted_with_a_share_and_listed(data_dir, tmp_pa
     assert accepted.stdout.startswith("LLM failures accepted (--max-llm-failures 0.01): 1 of 387")
     # the failed window is the only request that went to the server again on the second run
     assert results["usage"]["total"]["cache_hits"] == DL19_WINDOWS - 1
+
+
+def test_unusable_replies_are_counted_in_one_line(tmp_path):
+    """A model that never answers with a permutation (a small base model): the run completes, the
+    windows keep their order, and `harness eval` says how many were unusable."""
+    with TestServer(reply="I am not able to rank these passages.") as srv:
+        cmd = [sys.executable, "-m", "harness.cli", "eval", "--task", "demo", "--reranker", "rankgpt", "--llm",
+               srv.spec("m"), "--limit", "2"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env={
+            **os.environ, "HARNESS_CACHE_DIR": str(tmp_path / "cache"), "HARNESS_PROGRESS": "0"})
+    assert proc.returncode == 0, proc.stderr
+    assert "rankgpt: 6 of 6 windows gave no usable ranking (each kept its order" in proc.stdout
+    assert "nDCG@10" in proc.stdout

