@@ -162,3 +162,45 @@ def test_birco_score_on_one_query(backend, proxy, tmp_path):
     assert 0 <= stats["parse_failures"] <= 5  # a score the base model did not give counts as 0, by the rule
     assert not math.isnan(res.metrics["birco-ndcg@10"])
     check_tokens(res, backend, proxy)
+
+
+def test_openai_provider_with_a_base_url(proxy, tmp_path):
+    """The ``openai`` provider (the official SDK, a loopback base URL: no key needed) against the real
+    server: text, logprobs with top alternatives in the OpenAI shape, and the server's token counts."""
+    from harness.llm import get_client, user
+
+    client = get_client(f"openai:gemma:base_url={proxy.url}/v1,seed=7", cache_dir=str(tmp_path / "cache"))
+    reply = client.chat([user("Is the sky blue? Answer Yes or No.")], max_tokens=4, top_logprobs=3)
+    assert reply.usage.output_tokens == len(reply.logprobs) == proxy.usage["completion_tokens"] <= 4
+    assert reply.usage.input_tokens == proxy.usage["prompt_tokens"] > 0
+    for tok in reply.logprobs:
+        assert tok.logprob <= 0.0 and 1 <= len(tok.top) <= 3
+    assert "".join(t.token for t in reply.logprobs) == reply.text
+    again = client.chat([user("Is the sky blue? Answer Yes or No.")], max_tokens=4, top_logprobs=3)
+    assert again.cached and again.text == reply.text and proxy.posts == 1
+
+
+def test_the_system_prompt_reaches_gemma(tmp_path):
+    """The embedded Gemma gets the system prompt (RankGPT's) before the first user turn, as Gemma's
+    own template puts it: the prompt grows by its tokens."""
+    from harness.llm import get_client, system, user
+
+    client = get_client("local:n_ctx=2048", cache_dir=str(tmp_path / "cache"))
+    bare = client.chat([user("Hi")], max_tokens=1)
+    with_system = client.chat([system("You are RankGPT, an intelligent assistant."), user("Hi")], max_tokens=1)
+    assert with_system.usage.input_tokens > bare.usage.input_tokens + 5
+
+
+def test_a_pool_of_two_instances_gives_the_replies_of_one(tmp_path):
+    """``instances=2``: two calls run at once on two model instances, with the replies one instance
+    gives (greedy decoding, the same threads per instance)."""
+    from harness.llm import LLMSession, LLMSettings, user
+
+    requests = [[user(f"Name a colour of the rainbow. ({i})")] for i in range(4)]
+    replies = {}
+    for spec in ("local:n_ctx=1024,n_threads=1", "local:n_ctx=1024,n_threads=1,instances=2"):
+        client = LLMSession(LLMSettings(use_cache=False)).client(spec)
+        replies[spec] = [r.text for r in client.map([{"messages": m, "max_tokens": 8} for m in requests])]
+        assert client.max_concurrency == client.provider.loaded == client.provider.instances
+    first, pooled = replies.values()
+    assert pooled == first and all(isinstance(t, str) for t in first)

@@ -127,7 +127,8 @@ class Client:
         return {
             "v": CACHE_FORMAT,
             "provider": self.provider.name,
-            "model": self.provider.model,
+            # a provider whose model name is only a label (a GGUF's file name) keys on the weights instead
+            "model": getattr(self.provider, "key_model", self.provider.model),
             "base_url": redact_url(base_url) if base_url else None,  # credentials in a URL never enter a key
             "options": opts.key_dict(),
             "messages": msgs,

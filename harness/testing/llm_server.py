@@ -107,10 +107,11 @@ class TestServer:
     """See the module docstring. Counters: ``requests_total``, ``counts`` (request hash -> number
     received), ``unique_requests``, ``faults`` (kind -> number injected), ``max_in_flight``,
     ``requests`` (bodies, when ``record``), ``api_keys`` (keys seen, so tests can check which key
-    was sent); these count direct requests only. Batch counters: ``batch_submissions`` (batches
-    created, both APIs), ``batch_requests`` (custom_id -> times submitted in any batch),
-    ``batch_requests_total``, ``batch_bytes_uploaded`` (batch input files and Anthropic create bodies),
-    ``batch_polls`` (GETs of one batch; Anthropic's ``results()`` makes one too), ``batch_lists`` (list
+    was sent); these count direct requests only. ``slots=N`` answers ``GET /props`` and ``/slots`` as
+    llama.cpp's ``llama-server`` does (``slot_polls`` counts the latter). Batch counters:
+    ``batch_submissions`` (batches created, both APIs), ``batch_requests`` (custom_id -> times submitted
+    in any batch), ``batch_requests_total``, ``batch_bytes_uploaded`` (batch input files and Anthropic
+    create bodies), ``batch_polls`` (GETs of one batch; Anthropic's ``results()`` makes one too), ``batch_lists`` (list
     pages), ``batch_cancels``, ``files`` (uploads). :meth:`batch_status` and :meth:`batch_object` read a
     batch as the API would report it now; ``batches`` lists the records (newest last). Batch options
     (``batch_delay``, ``batch_expire``, ``batch_expire_keep``, ``batch_cancel_keep``,
@@ -140,8 +141,10 @@ class TestServer:
         batch_expire_keep: int = 0,
         batch_cancel_keep: int = 0,
         on_batch_create: Callable[[dict], None] | None = None,
+        slots: int | None = None,
     ) -> None:
         self.reply, self.latency = reply, float(latency)
+        self.slots = slots  # set: answer GET /props and /slots as llama.cpp's llama-server does
         self.rates = {"429": rate_429, "500": rate_500, "hang": rate_hang, "malformed": rate_malformed}
         if sum(self.rates.values()) > 1:
             raise ValueError("fault rates add up to more than 1")
@@ -213,6 +216,7 @@ class TestServer:
             self.faults: Counter[str] = Counter()
             self.requests: list[dict] = []
             self.api_keys: set[str] = set()
+            self.slot_polls = 0
             self.in_flight = getattr(self, "in_flight", 0)  # requests being answered stay counted
             self.max_in_flight = self.in_flight
         self._batches.reset_counters()
@@ -571,6 +575,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, owner.stats())
         elif path.endswith("/models"):
             self._json(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
+        elif owner.slots is not None and path == "/props":
+            self._json(200, {"total_slots": owner.slots})
+        elif owner.slots is not None and path == "/slots":
+            with owner._lock:
+                owner.slot_polls += 1
+                busy = owner.in_flight
+            self._json(200, [{"id": i, "is_processing": i < busy} for i in range(owner.slots)])
         else:
             self._json(404, {"error": {"message": f"no route GET {self.path}"}})
 

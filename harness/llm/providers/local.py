@@ -8,19 +8,22 @@
   template its metadata holds (``chat_format=...`` to choose one).
 
 Options: ``n_ctx`` (4096: a RankGPT window of 20 passages fits), ``n_threads`` (the CPUs),
-``n_gpu_layers`` (0), ``chat_format``. Calls are serialised on one model instance (``slots = 1``:
-the client never queues more than that; a second instance on the same cores does not pay, see
-``docs/llm.md``). Logprobs with top alternatives come in the shape the OpenAI API gives, computed
-from each generated token's logits (no ``logits_all``, whose buffer grows with the prompt). The cache
-key names the GGUF by its sha256 (``base_url`` is ``gguf:sha256:<digest>``); usage counts tokens at
-cost 0. A call over its time budget is stopped (the generation ends) and raised as :class:`LLMTimeout`.
+``n_gpu_layers`` (0), ``chat_format``, ``instances`` (1: calls serialised on one model instance; N:
+a pool of N sharing the mmapped weights, the cores split between them). ``slots = instances``, so
+the client never queues more than the pool serves; what a pool pays: ``docs/llm.md``. Logprobs
+with top alternatives come in the shape the OpenAI API gives, computed from each generated token's
+logits (no ``logits_all``, whose buffer grows with the prompt). The cache key names the GGUF by its
+sha256 and the template (``base_url`` is ``gguf:sha256:<digest>?chat_format=...``); usage counts
+tokens at cost 0. A call over its time budget is stopped (the generation ends) and raised as :class:`LLMTimeout`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +43,9 @@ def _quiet_llama_log(llama_cpp: Any) -> None:
     """llama.cpp's own log lines (model loading, KV cache notes) go to the ``harness.llm.local`` logger
     at debug level instead of stderr."""
     global _LOG_CALLBACK
-    if _LOG_CALLBACK is None:
+    with _LOG_LOCK:  # set once: a replaced callback would be freed while llama.cpp still holds it
+        if _LOG_CALLBACK is not None:
+            return
         import ctypes
         import logging
 
@@ -55,6 +60,7 @@ def _quiet_llama_log(llama_cpp: Any) -> None:
 
 
 _LOG_CALLBACK: Any = None
+_LOG_LOCK = threading.Lock()
 
 
 def packaged_gguf(cache_dir: str | os.PathLike[str] | None = None) -> tuple[Path, str]:
@@ -127,10 +133,16 @@ class LocalProvider:
 
     def __init__(self, model: str = PACKAGED, path: str | None = None, n_ctx: int = DEFAULT_N_CTX,
                  n_threads: int | None = None, n_gpu_layers: int = 0, chat_format: str | None = None,
-                 timeout: float | None = None, connect_timeout: float | None = None, require_key: bool = True,
-                 cache_dir: str | None = None) -> None:
+                 instances: int = 1, timeout: float | None = None, connect_timeout: float | None = None,
+                 require_key: bool = True, cache_dir: str | None = None) -> None:
         require("llama_cpp", "local", "LLM provider 'local'")
-        self.n_ctx, self.n_threads, self.n_gpu_layers = int(n_ctx), n_threads, int(n_gpu_layers)
+        self.n_ctx, self.n_gpu_layers, self.instances = int(n_ctx), int(n_gpu_layers), int(instances)
+        if self.instances < 1:
+            raise HarnessError(f"local: instances must be >= 1, not {instances}")
+        # the cores split between the instances (llama.cpp's own default: all of them)
+        self.n_threads = int(n_threads) if n_threads else (
+            max(1, (os.cpu_count() or 1) // self.instances) if self.instances > 1 else None)
+        self.slots = self.instances  # the client's bound: one request per instance, never a queue
         self.timeout = float(timeout) if timeout else None
         self.cache_dir = cache_dir
         if path is None:
@@ -151,10 +163,13 @@ class LocalProvider:
             self.sha256 = sha256_file(self.path)
             self.chat_format = chat_format
         self.model = model
-        self.base_url = f"gguf:sha256:{self.sha256}"  # in the cache key: the weights, not the file's name
+        # in the cache key: the weights (not the file's name) and the template that turns messages into a prompt
+        self.base_url = f"gguf:sha256:{self.sha256}?chat_format={self.chat_format or 'gguf'}"
+        self.key_model = "gguf"  # the name is a label (the file's stem by default): the key holds the digest
         self.public_url = self.base_url
-        self._llm: Any = None
-        self._lock = threading.Lock()
+        self._models: list[Any] = []  # loaded instances (the weights are mmapped: shared, not copied)
+        self._free: list[Any] = []
+        self._cond = threading.Condition()
         self.load_seconds = 0.0
 
     def __repr__(self) -> str:
@@ -164,33 +179,62 @@ class LocalProvider:
         return options
 
     def load(self) -> Any:
-        """The model, loaded on first use (the packaged GGUF assembled first)."""
-        if self._llm is None:
-            import llama_cpp
+        """One model instance (the packaged GGUF assembled first), loaded now."""
+        import llama_cpp
 
-            _quiet_llama_log(llama_cpp)
+        _quiet_llama_log(llama_cpp)
+        path = self.path or packaged_gguf(self.cache_dir)[0]
+        t = time.perf_counter()
+        try:
+            llm = llama_cpp.Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                                  n_gpu_layers=self.n_gpu_layers, chat_format=self.chat_format,
+                                  logits_all=False, verbose=False)
+        except (ValueError, RuntimeError) as exc:
+            raise HarnessError(f"local: could not load {path}: {exc}") from exc
+        self.load_seconds += time.perf_counter() - t
+        return llm
 
-            path = self.path or packaged_gguf(self.cache_dir)[0]
-            t = time.perf_counter()
+    @property
+    def loaded(self) -> int:
+        """Model instances loaded so far (at most ``instances``)."""
+        with self._cond:
+            return sum(m is not None for m in self._models)
+
+    @contextlib.contextmanager
+    def instance(self) -> Iterator[Any]:
+        """A free model instance for one call: loaded on first need, up to ``instances``; waits for one."""
+        with self._cond:
+            while not self._free and len(self._models) >= self.instances:
+                self._cond.wait()
+            llm = self._free.pop() if self._free else None
+            if llm is None:
+                self._models.append(None)  # reserve the place while loading outside the lock
+        if llm is None:
             try:
-                self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                                            n_gpu_layers=self.n_gpu_layers, chat_format=self.chat_format,
-                                            logits_all=False, verbose=False)
-            except (ValueError, RuntimeError) as exc:
-                raise HarnessError(f"local: could not load {path}: {exc}") from exc
-            self.load_seconds = time.perf_counter() - t
-        return self._llm
+                llm = self.load()
+            except BaseException:
+                with self._cond:
+                    self._models.remove(None)
+                    self._cond.notify()
+                raise
+            with self._cond:
+                self._models[self._models.index(None)] = llm
+        try:
+            yield llm
+        finally:
+            with self._cond:
+                self._free.append(llm)
+                self._cond.notify()
 
     def chat(self, messages: list[Message], options: ChatOptions, *, timeout: float | None = None) -> Reply:
         import llama_cpp
 
         budget = timeout if timeout is not None else self.timeout
-        with self._lock:  # one instance: one call at a time
-            llm = self.load()
+        with self.instance() as llm:  # one call per instance at a time
             recorder = _Recorder(options.top_logprobs or 1) if options.logprobs else None
             deadline = _Deadline(budget, llm.token_eos())
             kwargs: dict[str, Any] = {
-                "messages": [dict(m) for m in messages], "temperature": options.temperature,
+                "messages": self.prompt_messages(messages), "temperature": options.temperature,
                 "top_p": 1.0 if options.top_p is None else options.top_p, "max_tokens": options.max_tokens,
                 "stop": list(options.stop or []), "seed": options.seed,
                 "logits_processor": llama_cpp.LogitsProcessorList([p for p in (recorder, deadline) if p]),
@@ -201,19 +245,32 @@ class LocalProvider:
                 raise self.error(MalformedReply, f"{exc} (n_ctx={self.n_ctx}; pass local:n_ctx=...)") from exc
             if deadline.passed:
                 raise self.error(LLMTimeout, f"no reply within {budget:g} s (generation stopped)")
-        return self._reply(out, recorder)
+            return self._reply(llm, out, recorder)
 
-    def _reply(self, out: dict[str, Any], recorder: _Recorder | None) -> Reply:
+    def prompt_messages(self, messages: list[Message]) -> list[dict[str, Any]]:
+        """The messages handed to the template. llama-cpp-python's ``gemma`` format drops system messages;
+        Gemma's own template puts them before the first user turn, followed by a blank line: so here."""
+        msgs = [dict(m) for m in messages]
+        if self.chat_format != "gemma" or not any(m["role"] == "system" for m in msgs):
+            return msgs
+        system = "\n\n".join(str(m["content"]) for m in msgs if m["role"] == "system")
+        rest = [m for m in msgs if m["role"] != "system"]
+        if rest and rest[0]["role"] == "user":
+            rest[0]["content"] = f"{system}\n\n{rest[0]['content']}"
+        else:
+            rest.insert(0, {"role": "user", "content": system})
+        return rest
+
+    def _reply(self, llm: Any, out: dict[str, Any], recorder: _Recorder | None) -> Reply:
         choice = out["choices"][0]
         text = choice["message"].get("content") or ""
         usage = out.get("usage") or {}
         counts = TokenCounts(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
-        logprobs = self._logprobs(text, recorder) if recorder is not None else None
+        logprobs = self._logprobs(llm, text, recorder) if recorder is not None else None
         return Reply(text, choice.get("finish_reason") or "stop", logprobs, counts, self.model, self.name)
 
-    def _logprobs(self, text: str, rec: _Recorder) -> list[TokenLogprob]:
+    def _logprobs(self, llm: Any, text: str, rec: _Recorder) -> list[TokenLogprob]:
         """One entry per token of ``text``: the chosen token's logprob and the step's top alternatives."""
-        llm = self._llm
         out: list[TokenLogprob] = []
         pieces = b""
         target = text.encode("utf-8")
@@ -228,7 +285,3 @@ class LocalProvider:
 
     def error(self, cls: type[Any], message: str, **kw: Any) -> Any:
         return cls(message, provider=self.name, model=self.model, **kw)
-
-    def tokenize_count(self, text: str) -> int:
-        """Tokens of ``text`` in this model's vocabulary (dry-run estimates)."""
-        return len(self.load().tokenize(text.encode("utf-8"), add_bos=False, special=True))
