@@ -8,8 +8,11 @@ with the packaged Gemma 3 270M on this machine's CPU, every request counted by a
    20, step 10, depth 100: 27 windows) and the INSTFOL judge on an 8-passage fixture, through the
    proxy: every run completes, each distinct request reaches the server once, at most one in flight.
 4. The dry-run token estimate of the same RankGPT run against the tokens the server reported.
+5. Does a pool of embedded instances pay on real work? ``local`` vs ``local:instances=2`` on the
+   INSTFOL fixture, relevance generation (DL19, one query, depth 20) and RankGPT (two DL19 queries,
+   window 8, step 4, depth 16): seconds and the ratio one instance / two (``--pool-only``: just this).
 
-Needs the ``local`` extra and the TREC DL19 files (``HARNESS_DATA``). Slow on 2 cores (about 15 min).
+Needs the ``local`` extra and the TREC DL19 files (``HARNESS_DATA``). Slow on 2 cores (about 18 min).
 
     python bench/bench_local_llm.py [--json]
 """
@@ -73,10 +76,38 @@ def instfol_fixture() -> tuple[Dataset, Run]:
     return ds, Run.from_order({"q1": list(corpus)})
 
 
+def pool_on_work() -> dict:
+    """Seconds of three real workloads with one embedded instance and with two (fresh caches)."""
+    secs: dict[str, dict[str, float]] = {}
+    for spec in ("local", "local:instances=2"):
+        with tempfile.TemporaryDirectory() as tmp:
+            ctx = Context.create(cache_dir=f"{tmp}/j").for_evaluation(llm=spec)
+            judge = ctx.registry.create("judge", "instfol", ctx)
+            ds, run = instfol_fixture()
+            t = time.perf_counter()
+            for m in ds.modes:
+                judge.judge(task_queries(ds, m, "{text} {instruction}"), run, ds.corpus)
+            row = {"instfol_8_passages": time.perf_counter() - t}
+            for name, reranker, limit in (("relevance_generation_depth20", "relevance-generation:depth=20", 1),
+                                          ("rankgpt_2_queries_window8", "rankgpt:window=8,step=4,depth=16", 2)):
+                c = Context.create(cache_dir=f"{tmp}/{name}", llm=LLMSettings(cache_dir=f"{tmp}/{name}"))
+                t = time.perf_counter()
+                evaluate("trec-dl19", rerankers=[reranker], llm=spec, limit=limit, progress=False, context=c)
+                row[name] = time.perf_counter() - t
+            secs[spec] = row
+    one, two = secs.values()
+    return {"seconds": {k: {w: round(v, 1) for w, v in r.items()} for k, r in secs.items()},
+            "speedup_two_over_one": {w: round(one[w] / two[w], 2) for w in one}}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--json", action="store_true")
+    p.add_argument("--pool-only", action="store_true", help="only part 5")
     a = p.parse_args(argv)
+    if a.pool_only:
+        print(json.dumps(pool_on_work(), indent=None if a.json else 2))
+        return 0
     out: dict = {}
     with tempfile.TemporaryDirectory() as tmp, LlamaServer(n_ctx=8192, cache_dir=tmp) as server, \
             CountingProxy(server.url) as proxy:
@@ -125,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": round(time.perf_counter() - t, 1), "pairs": sum(len(j) for j in judged.values()),
             "posts": proxy.posts, "distinct_posts": proxy.distinct_posts, "max_in_flight": proxy.max_in_flight,
             "transport_failures": st["transport_failures"], "parse_failures": st["parse_failures"]}
+    out["pool_on_work"] = pool_on_work()
     ok = all(r["posts"] == r["distinct_posts"] and r["max_in_flight"] == 1 and r["transport_failures"] == 0
              for r in (out["rankgpt_dl19_limit3"], out["instfol_8_passages"]))
     out["pass"] = ok
