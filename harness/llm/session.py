@@ -227,9 +227,9 @@ class LLMSession:
     @staticmethod
     def fitted_concurrency(provider: Any, spec: LLMSpec, wanted: int, explicit: bool, dry: bool) -> int:
         """Requests in flight for ``provider``: at most what it serves at once when it says so (the
-        embedded model: 1; a llama.cpp server: its slots), so the client never builds a queue it would
-        time out of; 1 for a ``llamacpp:`` server that does not say. ``max_concurrency`` given in the
-        spec or the call is kept as given for servers (the embedded model is always 1)."""
+        embedded model: its instances; a llama.cpp server: its slots), so the client never builds a
+        queue it would time out of; 1 for a ``llamacpp:`` server that does not say. ``max_concurrency``
+        given in the spec or the call is kept as given for servers, never above the embedded pool."""
         slots = getattr(provider, "slots", None)
         if slots is None and not dry and hasattr(provider, "server_slots") and not explicit:
             slots = provider.server_slots()

@@ -30,5 +30,4 @@ def lazy(target: str) -> Callable[..., Any]:
     factory.__qualname__ = factory.__name__ = f"lazy[{target}]"
     factory.target = target  # type: ignore[attr-defined]
     factory.accepts = accepts  # type: ignore[attr-defined]
-    factory.accepts_context = lambda: accepts("context")  # type: ignore[attr-defined]
     return factory
