@@ -204,3 +204,19 @@ def test_a_pool_of_two_instances_gives_the_replies_of_one(tmp_path):
         assert client.max_concurrency == client.provider.loaded == client.provider.instances
     first, pooled = replies.values()
     assert pooled == first and all(isinstance(t, str) for t in first)
+
+
+def test_sampled_replies_get_the_logprobs_of_the_tokens_they_hold(tmp_path):
+    """At temperature 1 the last token is sampled, not the most likely one: its logprob entry is the
+    token the text holds (one-token replies, several samples)."""
+    from harness.llm import get_client, user
+
+    client = get_client("local:n_ctx=1024", cache_dir=str(tmp_path / "cache"))
+    not_the_top = 0
+    for seed in range(8):
+        reply = client.chat([user("Say a word.")], max_tokens=1, temperature=1.0, top_logprobs=3, seed=seed)
+        assert [t.token for t in reply.logprobs] == ([reply.text] if reply.text else [])
+        for t in reply.logprobs:
+            assert t.logprob <= t.top[0].logprob + 1e-9
+            not_the_top += t.token != t.top[0].token
+    assert not_the_top > 0  # some draw is not the most likely token: the case this test is about

@@ -101,9 +101,10 @@ class _Recorder:
         self._prev = (x, lse)
         return logits
 
-    def tokens(self) -> list[tuple[int, float]]:
-        """``(token, logprob)`` per step; the last step's token is its most likely one (greedy)."""
-        return self.chosen + [self.steps[-1][0]] if len(self.chosen) < len(self.steps) else list(self.chosen)
+    def last(self, tok: int) -> tuple[int, float]:
+        """``(tok, logprob)`` at the last step, whose sampled token never became an input."""
+        x, lse = self._prev if self._prev is not None else (None, 0.0)
+        return (tok, float(x[tok] - lse)) if x is not None and 0 <= tok < len(x) else self.steps[-1][0]
 
 
 class _Deadline:
@@ -274,9 +275,14 @@ class LocalProvider:
         out: list[TokenLogprob] = []
         pieces = b""
         target = text.encode("utf-8")
-        for step, (tok, lp) in enumerate(rec.tokens()):
+        for step in range(len(rec.steps)):
             if len(pieces) >= len(target):
                 break  # the end-of-turn token, or a stop sequence's tail
+            if step < len(rec.chosen):
+                tok, lp = rec.chosen[step]
+            else:  # the last token: the one that spells the rest of the text (greedy or sampled)
+                rest = llm.tokenize(target[len(pieces):], add_bos=False, special=True)
+                tok, lp = rec.last(rest[0]) if rest else rec.steps[step][0]
             piece = llm.detokenize([tok])
             pieces += piece
             alts = tuple(TopLogprob(llm.detokenize([t]).decode("utf-8", "replace"), a) for t, a in rec.steps[step])
