@@ -460,3 +460,73 @@ def test_a_batch_the_provider_does_not_know_is_submitted_again(tmp_path):
     journal = BatchJournal(tmp_path / "cache" / "llm" / "batches.db")
     assert [r.state for r in journal.batches()] == ["collected", "abandoned"]
     assert "does not know batch" in journal.batches()[1].note
+
+
+# -- harness batch clean -----------------------------------------------------------------------
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_cli_clean_deletes_the_provider_copies_and_keeps_the_replies(tmp_path, provider):
+    """`harness batch clean` deletes what collected batches left at the provider (OpenAI: the
+    uploaded input and the result files; Anthropic: the batch), asks first, leaves pending batches
+    alone, and a rerun still finds every reply in the cache."""
+    model = MODEL if provider == "openai" else "claude-haiku-4-5"
+    cache = str(tmp_path / "cache")
+    with TestServer(reply=done, batch_delay=3600) as srv:
+        spec = srv.spec(model, provider)
+        with pytest.raises(BatchPending):
+            session(tmp_path, batch_wait=False).client(spec).map(prompts(6))
+        pending = _harness("batch", "clean", "-y", "--cache-dir", cache)
+        assert pending.returncode == 0 and "nothing to clean" in pending.stdout, pending.stdout + pending.stderr
+        srv.batch_delay = 0
+        replies = session(tmp_path).client(spec).map(prompts(6))
+        assert [r.text for r in replies] == [f"done: item {i}" for i in range(6)]
+        held = srv.stored_files
+        assert len(held) == (2 if provider == "openai" else 0)  # the input file and the output file
+        assert len(srv.batches) == 1
+
+        asked = subprocess.run([sys.executable, "-m", "harness.cli", "batch", "clean", "--cache-dir", cache],
+                               input="n\n", capture_output=True, text=True, timeout=300)
+        assert asked.returncode == 1 and "Aborted" in asked.stderr and "Traceback" not in asked.stderr
+        assert srv.stored_files == held and srv.file_deletes == srv.batch_deletes == 0
+
+        clean = _harness("batch", "clean", "-y", "--cache-dir", cache)
+        assert clean.returncode == 0, clean.stdout + clean.stderr
+        batch_id = BatchJournal(tmp_path / "cache" / "llm" / "batches.db").batches()[0].remote_id
+        if provider == "openai":
+            assert srv.stored_files == [] and srv.file_deletes == 2 and srv.batch_deletes == 0
+            assert all(f in clean.stdout for f in held)
+        else:
+            assert srv.batch_deletes == 1 and srv.batches == [] and f"{batch_id}: deleted {batch_id}" in clean.stdout
+
+        status = _harness("batch", "status", "--all", "--offline", "--cache-dir", cache)
+        assert "deleted at the provider" in status.stdout, status.stdout
+        again = _harness("batch", "clean", "-y", "--cache-dir", cache)
+        assert "nothing to clean" in again.stdout and srv.file_deletes + srv.batch_deletes == 1 + (provider == "openai")
+
+        rerun = session(tmp_path).client(spec)
+        assert [r.text for r in rerun.map(prompts(6))] == [r.text for r in replies]
+        assert srv.batch_submissions == 1 and srv.requests_total == 0
+        assert rerun.usage.get(rerun.label).cache_hits == 6
+
+
+def test_a_journal_from_before_clean_gains_its_column(tmp_path):
+    """A journal written before `removed` existed opens, reads its rows and can record a clean."""
+    import sqlite3
+
+    from harness.llm.batch import journal as journal_module
+
+    path = tmp_path / "batches.db"
+    old_schema = journal_module._SCHEMA.replace(",\n    removed REAL", "")
+    assert "removed" not in old_schema
+    db = sqlite3.connect(path)
+    db.executescript(old_schema)
+    db.execute("INSERT INTO batches (tag, endpoint, provider, model, state, remote_id, created, n, attempt, owner_pid,"
+               " owner_host) VALUES ('t', 'e', 'openai', 'm', 'collected', 'batch_1', 1.0, 3, 1, 1, 'h')")
+    db.commit()
+    db.close()
+    journal = BatchJournal(path)
+    [rec] = journal.batches()
+    assert rec.remote_id == "batch_1" and rec.removed is None
+    journal.mark_removed(rec.id, "deleted")
+    assert journal.get(rec.id).removed is not None
+    journal.close()
+    assert BatchJournal(path).get(rec.id).note == "deleted"  # reopening finds the column in place

@@ -1,6 +1,6 @@
 """``harness batch``: the batches ``--llm-batch`` runs left at the providers, from the journal beside
 the LLM cache: ``status`` (what is pending, and how far each is), ``collect`` (gather what has ended
-into the cache) and ``cancel``."""
+into the cache), ``cancel``, and ``clean`` (delete the provider's copies of collected batches)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def _settings(cache_dir: str | None) -> Any:
 
 @click.group("batch")
 def batch_group() -> None:
-    """Batches submitted by `harness eval --llm-batch`: status, collect, cancel."""
+    """Batches submitted by `harness eval --llm-batch`: status, collect, cancel, clean."""
 
 
 @batch_group.command("status")
@@ -141,3 +141,36 @@ def cancel_cmd(cache_dir: str | None, batch_ids: tuple[str, ...], cancel_all: bo
         runner.retrying(lambda r=rec, x=runner: x.api.cancel(r.remote_id))
         journal.note(rec.id, "cancel requested; `harness batch collect` gathers what it finished")
         click.echo(f"{rec.remote_id}: cancel requested")
+
+
+@batch_group.command("clean")
+@CACHE_DIR_OPTION
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+def clean_cmd(cache_dir: str | None, yes: bool) -> None:
+    """Delete what collected batches left at the provider: OpenAI's uploaded input and result files
+    (they count against the organisation's file storage and hold every prompt), Anthropic's batches.
+    Their replies stay in the LLM cache; pending batches are not touched."""
+    from harness.llm.batch.api import BatchCleanup
+
+    context = make_context(_settings(cache_dir), cache_dir, check_data=False)
+    journal = _journal(context)
+    chosen = [r for r in journal.batches(["collected"]) if r.remote_id and r.removed is None]
+    if not chosen:
+        click.echo(f"nothing to clean: no collected batch in {journal.path} keeps copies at the provider")
+        return
+    if not yes:
+        click.confirm(f"Delete the provider's copies of {len(chosen)} collected batch(es)? Their replies stay in "
+                      f"the cache, but clearing the cache would then mean paying for them again", abort=True)
+    kept = 0
+    for rec in chosen:
+        runner = _client(context, rec).batch
+        if not isinstance(runner.api, BatchCleanup):
+            kept += 1
+            click.echo(f"{rec.remote_id}: kept ({rec.provider}'s batch API offers no delete)")
+            continue
+        deleted = runner.retrying(lambda r=rec, x=runner: x.api.delete(r.remote_id))
+        what = ", ".join(deleted) if deleted else "nothing left"
+        journal.mark_removed(rec.id, f"{rec.note or 'collected'}; deleted at the provider: {what}")
+        click.echo(f"{rec.remote_id}: deleted {what}")
+    if kept:
+        click.echo(f"{kept} batch(es) kept: delete them in the provider's console")

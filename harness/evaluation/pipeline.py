@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -307,39 +307,81 @@ def evaluate(
 
 def _run_members(suite: Task, context: Context, output: str | None, progress: bool,
                  kwargs: dict[str, Any]) -> dict[str, EvalResult]:
-    """Each member's result. In batch mode every member first runs without waiting, so the first
-    stage of all of them is submitted at once; the members still pending then run again, waiting
-    (``--no-wait``: the suite stops there, one line for all)."""
+    """Each member's result. In batch mode, waiting, the members run together (:func:`_together`);
+    with ``--no-wait`` each runs until its batches are submitted and the suite stops once, one line
+    for all."""
     from harness.llm.errors import BatchPending
 
     settings = context.llm.settings
-    first_pass = settings.batch and not settings.dry_run
+    batching = settings.batch and not settings.dry_run
+
+    def run(name: str, ctx: Context = context) -> EvalResult:
+        sub_out = None if output is None else str(Path(output) / name.replace(":", "_"))
+        return evaluate(name, output=sub_out, overwrite=True, progress=progress, context=ctx, **kwargs)
+
+    if batching and settings.batch_wait and len(suite.tasks) > 1:
+        _log(f"[harness] suite {suite.name}: {', '.join(suite.tasks)} together (they wait on batches)", progress)
+        return _together(suite.tasks, context, run)
     results: dict[str, EvalResult] = {}
     pending: dict[str, BatchPending] = {}
-
-    def run(name: str, **extra: Any) -> EvalResult:
-        sub_out = None if output is None else str(Path(output) / name.replace(":", "_"))
-        return evaluate(name, output=sub_out, overwrite=True, progress=progress, context=context, **kwargs, **extra)
-
     for name in suite.tasks:
         _log(f"[harness] suite {suite.name}: {name}", progress)
-        if not first_pass:
-            results[name] = run(name)
-            continue
         try:
-            results[name] = run(name, llm_batch_wait=False)
+            results[name] = run(name)
         except BatchPending as waiting:
+            if not batching:
+                raise
             pending[name] = waiting
-    if pending and not settings.batch_wait:
+    if pending:
         raise BatchPending(f"pending: {sum(p.requests for p in pending.values())} request(s) in "
                            f"{sum(p.batches for p in pending.values())} batch(es) for {len(pending)} task(s) of "
                            f"{suite.name} ({', '.join(pending)}); run the same command again to collect them and go on",
                            batches=sum(p.batches for p in pending.values()),
                            requests=sum(p.requests for p in pending.values()))
-    for name in pending:
-        _log(f"[harness] suite {suite.name}: {name} (collecting its batches)", progress)
-        results[name] = run(name)
-    return {name: results[name] for name in suite.tasks}
+    return results
+
+
+def _together(names: list[str], context: Context, run: Callable[[str, Context], EvalResult]) -> dict[str, EvalResult]:
+    """``run(name, ctx)`` for every member at once, a thread each. In batch mode members spend their time
+    waiting on batches: together, every member submits its first stage at once and each submits its next
+    round as soon as its last one is in, not after the members before it have finished (BIRCO Reason on
+    its four tasks: 2 batch waits, criteria then scores, not 1 + 4). Each member is one evaluation, so
+    its usage counts what it submitted and collected, once. The first error (in suite order, among those
+    raised by the time it is seen) is raised at once, and Ctrl-C stops at once: either way the other
+    members' batch waits are told to stop, and their batches stay in the journal for the next run."""
+    import threading
+    from dataclasses import replace
+
+    from harness.llm.session import LLMSession
+
+    stop = threading.Event()
+    ctx = replace(context, llm=LLMSession(context.llm.settings, context.registry, context.progress, stop=stop))
+    results: dict[str, EvalResult] = {}
+    errors: dict[str, BaseException] = {}
+
+    def one(name: str) -> None:
+        try:
+            results[name] = run(name, ctx)
+        except BaseException as exc:  # handed to the main thread below
+            errors[name] = exc
+
+    threads = [threading.Thread(target=one, args=(name,), name=f"harness-suite-{name}", daemon=True)
+               for name in names]
+    for thread in threads:
+        thread.start()
+    try:
+        while any(t.is_alive() for t in threads) and not errors:
+            for thread in threads:
+                thread.join(0.2)  # bounded joins keep the main thread responsive to Ctrl-C and errors
+    except KeyboardInterrupt:
+        stop.set()
+        print("interrupted: the suite's pending batches stay in the journal; run the same command again to collect "
+              "them and go on (`harness batch status` shows them)", file=sys.stderr)
+        raise
+    if errors:
+        stop.set()
+        raise errors[next(name for name in names if name in errors)]
+    return {name: results[name] for name in names}
 
 
 def sum_usage(usages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -66,6 +66,7 @@ _EXPORTS = {
     "resolve_key": "harness.llm.providers.base",
     # a provider's batch API
     "BatchAPI": "harness.llm.batch.api",
+    "BatchCleanup": "harness.llm.batch.api",
     "BatchLimits": "harness.llm.batch.api",
     "RemoteStatus": "harness.llm.batch.api",
     "Unprocessed": "harness.llm.batch.api",
@@ -77,7 +78,7 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness.llm.batch.api import BatchAPI, BatchLimits, RemoteStatus, Unprocessed  # noqa: F401
+    from harness.llm.batch.api import BatchAPI, BatchCleanup, BatchLimits, RemoteStatus, Unprocessed  # noqa: F401
     from harness.llm.client import Client  # noqa: F401
     from harness.llm.errors import (  # noqa: F401
         AuthError,

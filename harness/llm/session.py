@@ -57,8 +57,11 @@ class LLMSession:
     installed plugin's for a name they lack); ``progress``: how client batches report progress."""
 
     def __init__(self, settings: LLMSettings | None = None, registry: Any = None,
-                 progress: ProgressSettings | None = None) -> None:
+                 progress: ProgressSettings | None = None, stop: threading.Event | None = None) -> None:
         self.settings = settings or LLMSettings()
+        #: set by whoever runs this session's evaluation (a suite waiting on its tasks together):
+        #: batch waits then stop at once with :class:`BatchPending`, leaving the batches in the journal
+        self.stop = stop
         self._registry = registry
         self._builtin: Any = None
         self._installed: Any = None
@@ -154,7 +157,7 @@ class LLMSession:
         return BatchRunner(api, self.journal(client.cache), client.cache, client.usage, client.label,
                            endpoint_identity(client.provider), retry=client.retry, wait=s.batch_wait,
                            poll=s.batch_poll, resend=s.batch_retry, max_requests=s.batch_size,
-                           send_direct=client.send_direct, progress=self.progress)
+                           send_direct=client.send_direct, progress=self.progress, stop=self.stop)
 
     # -- clients -----------------------------------------------------------------------------
     def client(

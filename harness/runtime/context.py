@@ -78,7 +78,7 @@ class Context:
         """A copy with a fresh LLM session (settings changed by ``llm_changes``, None values ignored):
         each evaluation counts its own calls and creates its own clients."""
         settings = self.llm.settings.merged(**llm_changes)
-        return replace(self, llm=LLMSession(settings, self.host.registry, self.progress))
+        return replace(self, llm=LLMSession(settings, self.host.registry, self.progress, stop=self.llm.stop))
 
     @classmethod
     def of(cls, context: Context | None) -> Context:

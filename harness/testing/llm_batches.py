@@ -235,15 +235,16 @@ class BatchStore:
     Methods named ``openai_*`` / ``anthropic_*`` return the JSON (or bytes) a route sends, or raise
     :class:`BatchError`. Counters: ``batch_submissions``, ``batch_requests`` (custom_id -> times
     submitted), ``batch_requests_total``, ``batch_bytes_uploaded``, ``batch_polls``, ``batch_lists``,
-    ``batch_cancels``, ``file_uploads``."""
+    ``batch_cancels``, ``file_uploads``, ``file_deletes``, ``batch_deletes``."""
 
     COUNTERS = ("batch_submissions", "batch_requests_total", "batch_bytes_uploaded", "batch_polls",
-                "batch_lists", "batch_cancels", "file_uploads")
+                "batch_lists", "batch_cancels", "file_uploads", "file_deletes", "batch_deletes")
 
     def __init__(self, respond: Respond, *, delay: float = 0.0, expire: ExpireRule = None,
                  expire_keep: int = 0, cancel_keep: int = 0,
-                 on_create: Callable[[dict], None] | None = None, seed: int = 0) -> None:
-        self.respond, self.delay, self.expire = respond, float(delay), expire
+                 on_create: Callable[[dict], None] | None = None, seed: int = 0,
+                 hold: Callable[[BatchRecord], bool] | None = None) -> None:
+        self.respond, self.delay, self.expire, self.hold = respond, float(delay), expire, hold
         self.expire_keep, self.cancel_keep, self.on_create = int(expire_keep), int(cancel_keep), on_create
         self.base_url = ""  # the server's URL, for Anthropic's results_url
         self._rng = random.Random(seed)
@@ -321,6 +322,14 @@ class BatchStore:
         with self._lock:
             self.file_object(file_id)
             return self._content[file_id]
+
+    def delete_file(self, file_id: str) -> dict:
+        """``DELETE /v1/files/{id}``."""
+        with self._lock:
+            self.file_object(file_id)
+            del self.files[file_id], self._content[file_id]
+            self.file_deletes += 1
+            return {"id": file_id, "object": "file", "deleted": True}
 
     def _store_file(self, purpose: str, filename: str, data: bytes) -> dict:
         fid = _new_id("file-")
@@ -460,6 +469,7 @@ class BatchStore:
             if rec.status not in FINAL:
                 raise BatchError(400, f"Batch {batch_id} is still processing; cancel it before deleting it.")
             del self.records[batch_id]
+            self.batch_deletes += 1
             return {"id": batch_id, "type": "message_batch_deleted"}
 
     def _anthropic(self, batch_id: str) -> BatchRecord:
@@ -531,7 +541,7 @@ class BatchStore:
             rec.status, rec.times["in_progress_at"] = "in_progress", rec.created_at
         if rec.status == "cancelling":
             self._finish(rec, "cancelled", "canceled", self.cancel_keep, now)
-        elif rec.status == "in_progress" and now >= rec.created_at + self.delay:
+        elif rec.status == "in_progress" and now >= rec.created_at + self.delay and not (self.hold and self.hold(rec)):
             if rec.expire:
                 self._finish(rec, "expired", "expired", self.expire_keep, now)
             else:

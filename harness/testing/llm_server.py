@@ -13,21 +13,24 @@ reply; others are echoed), a list (replies handed out in order, then echo), or a
 ``(token, logprob)`` or ``(token, logprob, [(alt, alt_logprob), ...])``; when a request asks for
 logprobs and the script gives none, they are synthesised from the text.
 
-Batch APIs (:mod:`harness.testing.llm_batches` holds their state and rules): OpenAI's Batch API
-(``POST /v1/files``, ``GET /v1/files/{id}[/content]``, ``POST /v1/batches``, ``GET /v1/batches[/{id}]``,
-``POST /v1/batches/{id}/cancel``) and Anthropic's Message Batches API (``POST /v1/messages/batches``,
-``GET /v1/messages/batches[/{id}[/results]]``, ``POST /v1/messages/batches/{id}/cancel``,
-``DELETE /v1/messages/batches/{id}``), enough for the official SDKs. Every request of a batch gets
-exactly the body the direct endpoint would send for it (same script, token counts, logprobs, stops);
-fault rates, latency and script delays do not apply, ``hang``/``malformed`` scripts become 500 errors
-of that request. Batches are evaluated lazily when read: ``batch_delay`` seconds after creation a batch
-is processed and ends (the delay is read at each poll, so a test can hold batches with a large one and
-release them by setting ``srv.batch_delay = 0``). ``batch_expire`` (a set of 1-based submission ordinals,
-counted per server over both APIs and never reset, or a callable ``(ordinal, custom_ids) -> bool``)
-picks batches that expire instead, with only their first ``batch_expire_keep`` requests answered; a
-cancelled batch has its first ``batch_cancel_keep`` requests answered. ``on_batch_create(batch_json)``
-runs after a batch is stored and before the reply is sent (if it raises, the connection is closed with
-no reply: the batch exists but the client never hears of it). Result lines come in a seeded shuffle.
+Batch APIs (:mod:`harness.testing.llm_batches` holds their state and rules): OpenAI's Batch API (``POST
+/v1/files``, ``GET /v1/files/{id}[/content]``, ``DELETE /v1/files/{id}``, ``POST /v1/batches``, ``GET
+/v1/batches[/{id}]``, ``POST /v1/batches/{id}/cancel``) and Anthropic's Message Batches API (``POST
+/v1/messages/batches``, ``GET /v1/messages/batches[/{id}[/results]]``, ``POST
+/v1/messages/batches/{id}/cancel``, ``DELETE /v1/messages/batches/{id}``), enough for the official SDKs.
+Every request of a batch gets exactly the body the direct endpoint would send for it (same script, token
+counts, logprobs, stops); fault rates, latency and script delays do not apply, ``hang``/``malformed``
+scripts become 500 errors of that request. Batches are evaluated lazily when read: ``batch_delay``
+seconds after creation a batch is processed and ends (the delay is read at each poll, so a test can hold
+batches with a large one and release them by setting ``srv.batch_delay = 0``). ``batch_expire`` (a set
+of 1-based submission ordinals, counted per server over both APIs and never reset, or a callable
+``(ordinal, custom_ids) -> bool``) picks batches that expire instead, with only their first
+``batch_expire_keep`` requests answered; a cancelled batch has its first ``batch_cancel_keep`` requests
+answered. ``on_batch_create(batch_json)`` runs after a batch is stored and before the reply is sent (if
+it raises, the connection is closed with no reply: the batch exists but the client never hears of it).
+``batch_hold(record) -> bool``, asked at each look at a batch due to end, keeps it in progress while it
+returns True (a test can order when batches end without timing them).
+Result lines come in a seeded shuffle.
 
 Command line: ``python -m harness.testing.llm_server --port 0 --echo [--latency 0.2] [--rate-429 0.1]``
 prints ``listening on http://127.0.0.1:PORT`` and serves until interrupted; ``GET /_stats`` returns
@@ -112,10 +115,11 @@ class TestServer:
     ``batch_submissions`` (batches created, both APIs), ``batch_requests`` (custom_id -> times submitted
     in any batch), ``batch_requests_total``, ``batch_bytes_uploaded`` (batch input files and Anthropic
     create bodies), ``batch_polls`` (GETs of one batch; Anthropic's ``results()`` makes one too), ``batch_lists`` (list
-    pages), ``batch_cancels``, ``files`` (uploads). :meth:`batch_status` and :meth:`batch_object` read a
+    pages), ``batch_cancels``, ``files`` (uploads), ``file_deletes``, ``batch_deletes``; ``stored_files``
+    lists the files held now. :meth:`batch_status` and :meth:`batch_object` read a
     batch as the API would report it now; ``batches`` lists the records (newest last). Batch options
     (``batch_delay``, ``batch_expire``, ``batch_expire_keep``, ``batch_cancel_keep``,
-    ``on_batch_create``): see the module docstring."""
+    ``on_batch_create``, ``batch_hold``): see the module docstring."""
 
     __test__ = False  # not a pytest test class
 
@@ -141,6 +145,7 @@ class TestServer:
         batch_expire_keep: int = 0,
         batch_cancel_keep: int = 0,
         on_batch_create: Callable[[dict], None] | None = None,
+        batch_hold: Callable[[BatchRecord], bool] | None = None,
         slots: int | None = None,
     ) -> None:
         self.reply, self.latency = reply, float(latency)
@@ -161,7 +166,7 @@ class TestServer:
         self._thread: threading.Thread | None = None
         self._batches = BatchStore(self._batch_reply, delay=batch_delay, expire=batch_expire,
                                    expire_keep=batch_expire_keep, cancel_keep=batch_cancel_keep,
-                                   on_create=on_batch_create, seed=seed)
+                                   on_create=on_batch_create, seed=seed, hold=batch_hold)
         self.reset_counters()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -297,6 +302,22 @@ class TestServer:
     def files(self) -> int:
         """Files uploaded (``POST /v1/files``)."""
         return self._batches.file_uploads
+
+    @property
+    def file_deletes(self) -> int:
+        """Files deleted (``DELETE /v1/files/{id}``)."""
+        return self._batches.file_deletes
+
+    @property
+    def batch_deletes(self) -> int:
+        """Message batches deleted (``DELETE /v1/messages/batches/{id}``)."""
+        return self._batches.batch_deletes
+
+    @property
+    def stored_files(self) -> list[str]:
+        """The ids of the files the server holds now (uploads and batch result files)."""
+        with self._batches._lock:
+            return list(self._batches.files)
 
     # -- request handling (called from handler threads) ------------------------------------
     def _note(self, body: dict, key: str | None) -> int:
@@ -724,6 +745,8 @@ class _BatchCall:
             return self.store.upload_file(fields["purpose"][1].decode(), filename or "upload", data)
         if self.method == "GET" and self.id:
             return self.store.file_content(self.id) if self.action else self.store.file_object(self.id)
+        if self.method == "DELETE" and self.id and not self.action:
+            return self.store.delete_file(self.id)
         return None
 
     def _openai(self) -> dict | None:

@@ -97,3 +97,14 @@ class BatchAPI(Protocol):
 
     def cancel(self, batch_id: str) -> None:
         ...
+
+
+@runtime_checkable
+class BatchCleanup(Protocol):
+    """A batch API that can delete what an ended batch left at the provider (its uploaded input and
+    its result files, or the batch itself). Optional: ``harness batch clean`` uses it where offered."""
+
+    def delete(self, batch_id: str) -> list[str]:
+        """Delete the provider's copies of an ended batch; returns the ids of what was deleted
+        (already gone is not an error)."""
+        ...

@@ -7,7 +7,8 @@ processes. The order of writes is what makes a crash harmless:
    sent, in one transaction that skips keys another live batch already holds;
 2. the batch is submitted with the tag attached where the provider keeps metadata;
 3. ``mark_submitted`` records the provider's batch id;
-4. results go into the reply cache, then ``mark_collected``.
+4. results go into the reply cache, then ``mark_collected``;
+5. (``harness batch clean``) the provider's copies are deleted, then ``mark_removed``.
 
 A process killed between 1 and 3 leaves an ``intent`` whose owner is gone: the next run looks for a
 batch carrying its tag (or its requests) at the provider and adopts it, or abandons the intent when
@@ -50,7 +51,8 @@ CREATE TABLE IF NOT EXISTS batches (
     attempt INTEGER NOT NULL,
     owner_pid INTEGER NOT NULL,
     owner_host TEXT NOT NULL,
-    note TEXT
+    note TEXT,
+    removed REAL
 );
 CREATE TABLE IF NOT EXISTS requests (
     batch INTEGER NOT NULL REFERENCES batches(id),
@@ -62,7 +64,7 @@ CREATE INDEX IF NOT EXISTS requests_by_key ON requests(key);
 CREATE INDEX IF NOT EXISTS batches_by_state ON batches(state, endpoint);
 """
 _COLUMNS = ("id", "tag", "endpoint", "provider", "model", "base_url", "state", "remote_id", "created", "submitted",
-            "finished", "n", "nbytes", "attempt", "owner_pid", "owner_host", "note")
+            "finished", "n", "nbytes", "attempt", "owner_pid", "owner_host", "note", "removed")
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ class BatchRecord:
     owner_pid: int
     owner_host: str
     note: str | None
+    #: when the provider's copies (input, results) were deleted; None while they are kept
+    removed: float | None = None
 
     @property
     def owner_gone(self) -> bool:
@@ -117,6 +121,7 @@ class BatchJournal:
             db.execute("PRAGMA synchronous=FULL")  # a committed row survives a power cut
             with self._lock:
                 db.executescript(_SCHEMA)
+                _add_removed_column(db)
             self._local.db = db
         return db
 
@@ -165,6 +170,10 @@ class BatchJournal:
     def mark_abandoned(self, batch: int, note: str) -> None:
         """The batch was never created at the provider (or cannot be collected): its keys are free."""
         self._set(batch, state="abandoned", finished=time.time(), note=note)
+
+    def mark_removed(self, batch: int, note: str) -> None:
+        """The provider's copies of a collected batch were deleted (its replies stay in the cache)."""
+        self._set(batch, removed=time.time(), note=note)
 
     def mark_cancelled(self, batch: int, note: str = "cancelled") -> None:
         self._set(batch, state="cancelled", finished=time.time(), note=note)
@@ -231,3 +240,14 @@ class BatchJournal:
         if db is not None:
             db.close()
             self._local.db = None
+
+
+def _add_removed_column(db: sqlite3.Connection) -> None:
+    """Journals written before ``removed`` existed gain the column (another process may add it first)."""
+    if "removed" in {row[1] for row in db.execute("PRAGMA table_info(batches)")}:
+        return
+    try:
+        db.execute("ALTER TABLE batches ADD COLUMN removed REAL")
+    except sqlite3.OperationalError as exc:
+        if "duplicate column" not in str(exc):
+            raise

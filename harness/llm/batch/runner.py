@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
@@ -44,13 +45,13 @@ class BatchRunner:
     """The batch side of one client. ``send_direct`` sends one request directly (used when
     ``batch_retry="direct"``); ``poll``: fixed seconds between status checks (None: 2 s growing to
     60 s); ``wait`` False collects the batches that have ended and stops with :class:`BatchPending`
-    while any is still running."""
+    while any is still running; ``stop``, once set, ends a wait the same way."""
 
     def __init__(self, api: BatchAPI, journal: BatchJournal, cache: LLMCache, usage: Usage, label: str,
                  endpoint: Mapping[str, Any], *, retry: RetryPolicy | None = None, wait: bool = True,
                  poll: float | None = None, resend: str = "batch", max_requests: int | None = None,
                  send_direct: Callable[[Pending], Reply] | None = None, progress: ProgressSettings | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, stop: threading.Event | None = None) -> None:
         self.api, self.journal, self.cache, self.usage, self.label = api, journal, cache, usage, label
         self.endpoint = dict(endpoint)
         self.retry = retry or RetryPolicy()
@@ -59,6 +60,7 @@ class BatchRunner:
         self.send_direct = send_direct
         self.progress = progress
         self.sleep = sleep
+        self.stop = stop
 
     # -- the stage ---------------------------------------------------------------------------
     def resolve(self, requests: Iterable[Pending]) -> dict[str, Reply | LLMError]:
@@ -250,10 +252,13 @@ class BatchRunner:
                 if done > shown:
                     bar.update(done - shown)
                     shown = done
-                if remaining and not self.wait:
+                if remaining and (not self.wait or (self.stop is not None and self.stop.is_set())):
                     raise self._pending(remaining)
                 if remaining:
-                    self.sleep(pause)
+                    if self.stop is not None:
+                        self.stop.wait(pause)  # returns early once stop is set
+                    else:
+                        self.sleep(pause)
                     pause = self.poll or min(pause * 1.5, MAX_POLL)
         except KeyboardInterrupt:
             print(f"interrupted: {self._pending(remaining)}", file=sys.stderr)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from harness.llm.batch.api import BatchLimits, Outcome, RemoteStatus, Unprocessed
-from harness.llm.errors import MalformedReply
+from harness.llm.errors import MalformedReply, ModelNotFound
 from harness.llm.providers.base import error_for_status
 from harness.llm.types import ChatOptions, Message
 
@@ -88,6 +88,15 @@ class AnthropicBatches:
 
     def cancel(self, batch_id: str) -> None:
         self._call(lambda b, t: b.cancel(batch_id, timeout=t))
+
+    def delete(self, batch_id: str) -> list[str]:
+        """Delete the ended batch (its requests and results) at Anthropic; a batch already gone is
+        skipped."""
+        try:
+            self._call(lambda b, t: b.delete(batch_id, timeout=t))
+        except ModelNotFound:  # a 404: deleted before
+            return []
+        return [batch_id]
 
 
 def _status(b: Any) -> RemoteStatus:

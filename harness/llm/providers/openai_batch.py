@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from harness.llm.batch.api import BatchLimits, Outcome, RemoteStatus, Unprocessed
-from harness.llm.errors import MalformedReply
+from harness.llm.errors import MalformedReply, ModelNotFound
 from harness.llm.providers.base import error_for_status
 from harness.llm.types import ChatOptions, Message
 
@@ -112,6 +112,21 @@ class OpenAIBatches:
 
     def cancel(self, batch_id: str) -> None:
         self._call(lambda c, t: c.batches.cancel(batch_id, timeout=t))
+
+    def delete(self, batch_id: str) -> list[str]:
+        """Delete the batch's input, output and error files (the batch object itself cannot be
+        deleted at OpenAI); a file already gone is skipped."""
+        b = self._call(lambda c, t: c.batches.retrieve(batch_id, timeout=t))
+        deleted = []
+        for file_id in (b.input_file_id, b.output_file_id, b.error_file_id):
+            if not file_id:
+                continue
+            try:
+                self._call(lambda c, t, f=file_id: c.files.delete(f, timeout=t))
+            except ModelNotFound:  # a 404: deleted before
+                continue
+            deleted.append(str(file_id))
+        return deleted
 
 
 def _status(b: Any) -> RemoteStatus:
