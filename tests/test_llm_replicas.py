@@ -243,3 +243,75 @@ def test_dry_run_and_credentials_masked(tmp_path):
         assert dry.chat("p1").dry_run and a.requests_total + b.requests_total == 1
     text = json.dumps([c.describe(), session.report(), repr(c.provider), c.key_payload("p0")])
     assert "SECRET" not in text and "user:***@" not in text and "http://***@127.0.0.1" in text
+
+
+def test_a_replica_that_recovers_during_the_run_comes_back(tmp_path, caplog):
+    """Server 2 answers 503 for a while (taken out after 3 in a row, one warning), then recovers:
+    with ``replica_retry=0`` the next request probes it, the probe succeeds, it is back (one warning)
+    and takes its share again. Every reply is right; no request failed."""
+    down = threading.Event()
+
+    def flaky(req: dict) -> ScriptedReply | str:
+        return ScriptedReply(status=503, error="restarting") if down.is_set() else answer(req)
+
+    a, b = TestServer(reply=answer).start(), TestServer(reply=flaky).start()
+    urls = [a.openai_base_url, b.openai_base_url]
+    try:
+        with caplog.at_level(logging.INFO, logger="harness.llm"):
+            session, c = client(replicas_spec(urls, max_concurrency=2), tmp_path,
+                                LLMSettings(replica_retry=0, max_consecutive_failures=3))
+            first = c.map(prompts(20))
+            down.set()
+            during = c.map([f"down {i}" for i in range(20)])
+            assert c.describe()["replicas"][1]["failures"] >= 3
+            served = b.requests_total
+            down.clear()
+            back = c.map([f"back {i}" for i in range(40)])
+    finally:
+        a.stop()
+        b.stop()
+    replies = first + during + back
+    assert not any(isinstance(r, LLMError) for r in replies)
+    assert [r.text for r in back] == [f"answer to back {i}" for i in range(40)]
+    assert b.requests_total - served >= 10  # its share again (2 replicas, 40 requests)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2, warnings
+    assert "taken out after 3 consecutive failed calls" in warnings[0] and "1 of 2 replicas" in warnings[0]
+    assert f"replica {urls[1]} is back; the run goes on with 2 of 2 replicas" in warnings[1]
+    probes = [r for r in caplog.records if "gets a probe request" in r.getMessage()]
+    assert probes and all(r.levelno == logging.INFO for r in probes)
+    replicas = c.describe()["replicas"]
+    assert replicas[1]["returns"] == 1 and replicas[1]["out"] is None
+    assert session.report()["total"]["failures"] == 0
+
+
+def test_a_replica_stays_out_for_its_wait_and_failed_probes_double_it(tmp_path, caplog):
+    """Taken out, a replica gets no request until ``replica_retry`` has passed; then one probe; a
+    failed probe takes it out again (an info line, not a warning) for twice as long, up to 10
+    minutes. The wait is read from the clock, so the test moves the time it was taken out back."""
+    from harness.llm.endpoint import MAX_REPLICA_RETRY_S
+
+    a = TestServer(reply=answer).start()
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    try:
+        with caplog.at_level(logging.INFO, logger="harness.llm"):
+            _, c = client(replicas_spec([a.openai_base_url, dead]), tmp_path, LLMSettings(replica_retry=5))
+            c.map(prompts(10))
+            the_set = c.provider
+            replica = the_set.replicas[1]
+            assert replica.endpoint.out_reason and replica.wait_s == 5 and replica.endpoint.sent == 1
+            c.map([f"q{i}" for i in range(10)])
+            assert replica.endpoint.sent == 1  # still out: nothing sent to it
+            waits = []
+            for _ in range(9):
+                replica.out_at -= replica.wait_s  # as if its wait were over
+                c.chat(f"probe {len(waits)}")
+                waits.append(replica.wait_s)
+            assert replica.endpoint.sent == 10  # one probe each time
+    finally:
+        a.stop()
+    assert waits == [10, 20, 40, 80, 160, 320, MAX_REPLICA_RETRY_S, MAX_REPLICA_RETRY_S, MAX_REPLICA_RETRY_S]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "its first call failed" in warnings[0]
+    again = [r.getMessage() for r in caplog.records if "taken out again: its probe call failed" in r.getMessage()]
+    assert len(again) == 9

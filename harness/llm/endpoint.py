@@ -17,7 +17,9 @@ in flight, the first-call gate, the circuit breaker and the fatal stop.
   re-raises it, every other raises :class:`RunStopped` with the same message.
 
 A replica set (:mod:`harness.llm.providers.replicas`) has one endpoint per replica, judged per HTTP
-attempt, and one for the set (``replicas``: the members), which its clients hold.
+attempt, and one for the set (``replicas``: the members), which its clients hold. A replica taken out
+is :meth:`Endpoint.readmit`-ted after a while, on probation: its next call goes alone, as a first
+call does, and its failure takes the replica out again at once.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from typing import Any
 from harness.llm.errors import EndpointUnavailable, FatalLLMError, LLMError, MalformedReply, RunStopped
 
 DEFAULT_MAX_CONSECUTIVE_FAILURES = 10
+#: seconds before a replica taken out gets a probe request; doubled after each failed probe, up to the max
+DEFAULT_REPLICA_RETRY_S = 30.0
+MAX_REPLICA_RETRY_S = 600.0
 #: malformed replies tolerated in a row before an endpoint that never answered well is taken out
 PROBE_TOLERANCE = 3
 
@@ -49,6 +54,7 @@ class Endpoint:
         self._slots = threading.BoundedSemaphore(self.max_concurrency)
         self._cond = threading.Condition()
         self._probing = False  # a first call is on its way
+        self.probation = False  # readmitted after being taken out: judged as if no call had succeeded
         self.successes = 0
         self.failures = 0
         self.consecutive_failures = 0
@@ -59,7 +65,8 @@ class Endpoint:
         self.replicas = tuple(replicas)
 
     def __repr__(self) -> str:
-        state = "fatal" if self.fatal else "out" if self.out_reason else "open" if self.successes else "probing"
+        state = ("fatal" if self.fatal else "out" if self.out_reason else
+                 "open" if self.successes and not self.probation else "probing")
         return f"Endpoint({self.label!r}, {state}, in_flight={self.in_flight})"
 
     @property
@@ -79,10 +86,10 @@ class Endpoint:
         with self._cond:
             while True:
                 self._check()
-                if self.successes or not self._probing:
+                if (self.successes and not self.probation) or not self._probing:
                     break
                 self._cond.wait()
-            probe = not self.successes
+            probe = not self.successes or self.probation
             if probe:
                 self._probing = True
         try:
@@ -112,11 +119,26 @@ class Endpoint:
                 self.in_flight -= 1
             self._slots.release()
 
-    def succeeded(self) -> None:
+    def succeeded(self) -> bool:
+        """Record a success; True when it ended a probation (the endpoint is back)."""
         with self._cond:
             self.successes += 1
             self.consecutive_failures = 0
+            back, self.probation = self.probation, False
             self._cond.notify_all()
+            return back
+
+    def readmit(self) -> str | None:
+        """Put an endpoint that was taken out (not one stopped by a fatal error) back, on probation;
+        returns why it had been out (None: it was not out, nothing changed)."""
+        with self._cond:
+            if self.out_reason is None or self.fatal is not None:
+                return None
+            reason, self.out_reason = self.out_reason, None
+            self.consecutive_failures = 0
+            self.probation = True
+            self._cond.notify_all()
+            return reason
 
     def failed(self, error: BaseException, *, may_take_out: bool = True) -> bool:
         """Record a call's final failure (after its retries); may take the endpoint out (unless
@@ -142,6 +164,8 @@ class Endpoint:
     def _breaker(self, error: LLMError) -> str | None:
         """Why ``error`` (just counted) takes the endpoint out, or None."""
         quick = isinstance(error, MalformedReply) and self.consecutive_failures < PROBE_TOLERANCE
+        if self.probation and not quick:
+            return f"{self.label} was taken out again: its probe call failed ({error})"
         if not self.successes and not quick:
             return f"{self.label} was taken out: its first call failed ({error})"
         if self.consecutive_failures >= self.max_consecutive_failures:

@@ -269,7 +269,7 @@ class LLMSession:
         providers = [self.resolve_provider(replace(spec, base_url=url, replicas=()), require_key=require_key)
                      for url in spec.replicas]
         members = [self.endpoint(p, max_concurrency) for p in providers]
-        replicas = ReplicaSet(providers, members)
+        replicas = ReplicaSet(providers, members, retry_after=self.settings.replica_retry)
         return replicas, self.endpoint(replicas, max_concurrency * len(members), members)
 
     @property

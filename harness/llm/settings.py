@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harness.llm.endpoint import DEFAULT_MAX_CONSECUTIVE_FAILURES
+from harness.llm.endpoint import DEFAULT_MAX_CONSECUTIVE_FAILURES, DEFAULT_REPLICA_RETRY_S
 from harness.llm.retry import RetryPolicy
 
 DEFAULT_MAX_CONCURRENCY = 8
@@ -24,6 +24,8 @@ class LLMSettings:
     ``connect_timeout`` the time to connect (None: the provider's defaults, 60 s and 10 s); the
     call's budget across retries is ``retry.budget``. ``max_consecutive_failures``: an endpoint is
     taken out after this many failed calls in a row (at once when its first call fails).
+    ``replica_retry``: seconds after which a replica taken out of a replica set gets one probe
+    request (doubling after each failed probe, up to 10 minutes).
 
     ``batch``: send the requests no cache holds through the provider's batch API (``--llm-batch``);
     ``batch_wait`` False submits and stops with :class:`~harness.llm.errors.BatchPending`
@@ -41,6 +43,7 @@ class LLMSettings:
     connect_timeout: float | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES
+    replica_retry: float = DEFAULT_REPLICA_RETRY_S
     dry_run_output_tokens: int = 200
     batch: bool = False
     batch_wait: bool = True
@@ -57,6 +60,8 @@ class LLMSettings:
             raise ValueError(f"batch_poll must be > 0 seconds, got {self.batch_poll}")
         if self.batch_size is not None and self.batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.replica_retry < 0:
+            raise ValueError(f"replica_retry must be >= 0 seconds, got {self.replica_retry}")
 
     def merged(self, **changes: Any) -> LLMSettings:
         """A copy with ``changes`` applied; ``None`` values are ignored (options that were not given
@@ -70,8 +75,8 @@ class LLMSettings:
     def from_env(cls, environ: Mapping[str, str] | None = None, **changes: Any) -> LLMSettings:
         """Defaults from the environment (``HARNESS_LLM``, ``HARNESS_MAX_CONCURRENCY``,
         ``HARNESS_PRICES``, ``HARNESS_LLM_TIMEOUT``, ``HARNESS_LLM_CONNECT_TIMEOUT``,
-        ``HARNESS_LLM_BUDGET``, ``HARNESS_BATCH_POLL``, ``HARNESS_BATCH_SIZE``), then ``changes`` (None
-        values ignored)."""
+        ``HARNESS_LLM_BUDGET``, ``HARNESS_BATCH_POLL``, ``HARNESS_BATCH_SIZE``,
+        ``HARNESS_REPLICA_RETRY``), then ``changes`` (None values ignored)."""
         env = os.environ if environ is None else environ
 
         def number(name: str, kind: type = float) -> Any:
@@ -87,7 +92,8 @@ class LLMSettings:
                             prices=env.get("HARNESS_PRICES") or None, timeout=number("HARNESS_LLM_TIMEOUT"),
                             connect_timeout=number("HARNESS_LLM_CONNECT_TIMEOUT"),
                             budget=number("HARNESS_LLM_BUDGET"), batch_poll=number("HARNESS_BATCH_POLL"),
-                            batch_size=number("HARNESS_BATCH_SIZE", int))
+                            batch_size=number("HARNESS_BATCH_SIZE", int),
+                            replica_retry=number("HARNESS_REPLICA_RETRY"))
         return base.merged(**changes)
 
     def as_dict(self) -> dict[str, Any]:
@@ -98,5 +104,6 @@ class LLMSettings:
                 "use_cache": self.use_cache, "max_concurrency": self.max_concurrency, "dry_run": self.dry_run,
                 "prices": self.prices, "timeout": self.timeout, "connect_timeout": self.connect_timeout,
                 "retry": self.retry.as_dict(), "max_consecutive_failures": self.max_consecutive_failures,
+                "replica_retry": self.replica_retry,
                 "batch": self.batch, "batch_wait": self.batch_wait, "batch_poll": self.batch_poll,
                 "batch_retry": self.batch_retry, "batch_size": self.batch_size}

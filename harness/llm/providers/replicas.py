@@ -13,6 +13,10 @@
   or ``max_consecutive_failures`` in a row, takes it out, with one warning line. The last live replica
   is not taken out that way: it is then judged like a single endpoint, by the client's retries and the
   set's own endpoint. With every replica out, requests fail at once with :class:`EndpointUnavailable`.
+- **Coming back.** ``retry_after`` seconds (``LLMSettings.replica_retry``, 30 by default) after it was
+  taken out, a replica is readmitted on probation: one request goes to it alone; its success brings
+  the replica back (one warning line), its failure takes it out again and the wait doubles (up to
+  10 minutes). A replica restarted during a long run rejoins it.
 - **Fatal errors** (401/403/404 from any replica) stop every replica and the run.
 - **Cache key.** :attr:`ReplicaSet.base_url` is :data:`KEY_MARKER`, not a replica's URL: which replica
   answered, and which replicas are listed, never changes a key.
@@ -27,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.llm.endpoint import Endpoint
+from harness.llm.endpoint import DEFAULT_REPLICA_RETRY_S, MAX_REPLICA_RETRY_S, Endpoint
 from harness.llm.errors import EndpointUnavailable, FatalLLMError, LLMError, RateLimited, RunStopped
 from harness.llm.retry import MIN_ATTEMPT_S
 from harness.llm.types import ChatOptions, Message, Reply
@@ -46,6 +50,9 @@ class Replica:
     endpoint: Endpoint
     load: int = 0  # this set's requests routed here and not finished
     failovers: int = 0  # requests that failed here and went to another replica
+    out_at: float | None = None  # when it was (last) taken out (time.monotonic)
+    wait_s: float = 0.0  # how long it stays out before a probe (0: never taken out yet)
+    returns: int = 0  # times it came back after being taken out
 
     @property
     def url(self) -> str:
@@ -54,7 +61,7 @@ class Replica:
     def describe(self) -> dict[str, Any]:
         e = self.endpoint
         return {"url": self.url, "sent": e.sent, "successes": e.successes, "failures": e.failures,
-                "failovers": self.failovers, "out": e.out_reason}
+                "failovers": self.failovers, "out": e.out_reason, "returns": self.returns}
 
 
 class ReplicaSet:
@@ -64,7 +71,8 @@ class ReplicaSet:
     base_url = KEY_MARKER
     supports_logprobs = True
 
-    def __init__(self, providers: Sequence[Any], endpoints: Sequence[Endpoint]) -> None:
+    def __init__(self, providers: Sequence[Any], endpoints: Sequence[Endpoint],
+                 retry_after: float = DEFAULT_REPLICA_RETRY_S) -> None:
         if not providers or len(providers) != len(endpoints):
             raise ValueError("a replica set needs one endpoint per provider, and at least one")
         self.replicas = [Replica(i, p, e) for i, (p, e) in enumerate(zip(providers, endpoints, strict=True))]
@@ -74,6 +82,7 @@ class ReplicaSet:
         self._lock = threading.Lock()
         self._next = 0  # where round robin starts among equally loaded replicas
         self._warm = False
+        self.retry_after = float(retry_after)
 
     def __repr__(self) -> str:  # the URLs with credentials masked
         return f"ReplicaSet({self.label}, {[r.url for r in self.replicas]})"
@@ -135,10 +144,12 @@ class ReplicaSet:
         with a free slot and not waiting behind its first call if there is one."""
         with self._lock:
             self._check_fatal()
+            self._readmit_due()
             live = [r for r in self.replicas if r.endpoint.available and r.index not in tried]
             if not live:
                 return None
-            ready = [r for r in live if r.load < r.endpoint.max_concurrency and (r.endpoint.successes or not r.load)]
+            ready = [r for r in live if r.load < r.endpoint.max_concurrency
+                     and ((r.endpoint.successes and not r.endpoint.probation) or not r.load)]
             n = len(self.replicas)
             best = min(ready or live, key=lambda r: (r.load, (r.index - self._next) % n))
             self._next = (best.index + 1) % n
@@ -160,23 +171,46 @@ class ReplicaSet:
                 except LLMError as exc:
                     self._failed(replica, exc)
                     raise
-                endpoint.succeeded()
+                if endpoint.succeeded():
+                    self._back(replica)
                 return reply
         finally:
             with self._lock:
                 replica.load -= 1
 
     def _failed(self, replica: Replica, error: LLMError) -> None:
-        """Count ``error`` against ``replica``; take it out (one warning) when its breaker says so,
-        unless it is the last live one."""
+        """Count ``error`` against ``replica``; take it out (one warning; a failed probe: one info
+        line) when its breaker says so, unless it is the last live one."""
         if isinstance(error, RateLimited | EndpointUnavailable):  # busy or already out: not a broken replica
             return
         with self._lock:
             others = sum(r.endpoint.available for r in self.replicas if r is not replica)
+            again = replica.endpoint.probation  # a failed probe
             took_out = replica.endpoint.failed(error, may_take_out=others > 0)
+            if took_out:
+                replica.out_at = time.monotonic()
+                replica.wait_s = min(replica.wait_s * 2, MAX_REPLICA_RETRY_S) if again else self.retry_after
         if took_out:
-            log.warning("%s: replica %s; the run goes on with %d of %d replicas", self.label,
-                        replica.endpoint.out_reason, others, len(self.replicas))
+            (log.info if again else log.warning)(
+                "%s: replica %s; the run goes on with %d of %d replicas (a probe in %.0f s)", self.label,
+                replica.endpoint.out_reason, others, len(self.replicas), replica.wait_s)
+
+    def _readmit_due(self) -> None:
+        """Readmit, on probation, each replica whose time out is over (under the lock)."""
+        now = time.monotonic()
+        for r in self.replicas:
+            if r.out_at is not None and now - r.out_at >= r.wait_s and r.endpoint.readmit() is not None:
+                r.out_at = None
+                log.info("%s: replica %s gets a probe request", self.label, r.url)
+
+    def _back(self, replica: Replica) -> None:
+        """A probe succeeded: the replica is back (one warning line, as its taking out had)."""
+        with self._lock:
+            replica.returns += 1
+            replica.wait_s = 0.0
+            live = sum(r.endpoint.available for r in self.replicas)
+        log.warning("%s: replica %s is back; the run goes on with %d of %d replicas", self.label, replica.url,
+                    live, len(self.replicas))
 
     def _stop_all(self, error: FatalLLMError) -> None:
         """A fatal error on one replica (a rejected key, an unknown model) stops them all."""
