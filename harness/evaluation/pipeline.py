@@ -328,9 +328,7 @@ def _run_members(suite: Task, context: Context, output: str | None, progress: bo
         _log(f"[harness] suite {suite.name}: {name}", progress)
         try:
             results[name] = run(name)
-        except BatchPending as waiting:
-            if not batching:
-                raise
+        except BatchPending as waiting:  # --no-wait: the member's batches are submitted
             pending[name] = waiting
     if pending:
         raise BatchPending(f"pending: {sum(p.requests for p in pending.values())} request(s) in "

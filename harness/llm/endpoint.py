@@ -65,9 +65,13 @@ class Endpoint:
         self.replicas = tuple(replicas)
 
     def __repr__(self) -> str:
-        state = ("fatal" if self.fatal else "out" if self.out_reason else
-                 "open" if self.successes and not self.probation else "probing")
+        state = "fatal" if self.fatal else "out" if self.out_reason else "open" if self.proven else "probing"
         return f"Endpoint({self.label!r}, {state}, in_flight={self.in_flight})"
+
+    @property
+    def proven(self) -> bool:
+        """A call has succeeded since the endpoint was created or last readmitted."""
+        return bool(self.successes) and not self.probation
 
     @property
     def available(self) -> bool:
@@ -86,10 +90,10 @@ class Endpoint:
         with self._cond:
             while True:
                 self._check()
-                if (self.successes and not self.probation) or not self._probing:
+                if self.proven or not self._probing:
                     break
                 self._cond.wait()
-            probe = not self.successes or self.probation
+            probe = not self.proven
             if probe:
                 self._probing = True
         try:

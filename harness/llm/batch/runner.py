@@ -51,7 +51,7 @@ class BatchRunner:
                  endpoint: Mapping[str, Any], *, retry: RetryPolicy | None = None, wait: bool = True,
                  poll: float | None = None, resend: str = "batch", max_requests: int | None = None,
                  send_direct: Callable[[Pending], Reply] | None = None, progress: ProgressSettings | None = None,
-                 sleep: Callable[[float], None] = time.sleep, stop: threading.Event | None = None) -> None:
+                 sleep: Callable[[float], object] = time.sleep, stop: threading.Event | None = None) -> None:
         self.api, self.journal, self.cache, self.usage, self.label = api, journal, cache, usage, label
         self.endpoint = dict(endpoint)
         self.retry = retry or RetryPolicy()
@@ -59,8 +59,8 @@ class BatchRunner:
         self.max_requests = min(api.limits.max_requests, max_requests or api.limits.max_requests)
         self.send_direct = send_direct
         self.progress = progress
-        self.sleep = sleep
         self.stop = stop
+        self.sleep = stop.wait if stop is not None else sleep  # a stop ends the pause at once
 
     # -- the stage ---------------------------------------------------------------------------
     def resolve(self, requests: Iterable[Pending]) -> dict[str, Reply | LLMError]:
@@ -255,10 +255,7 @@ class BatchRunner:
                 if remaining and (not self.wait or (self.stop is not None and self.stop.is_set())):
                     raise self._pending(remaining)
                 if remaining:
-                    if self.stop is not None:
-                        self.stop.wait(pause)  # returns early once stop is set
-                    else:
-                        self.sleep(pause)
+                    self.sleep(pause)
                     pause = self.poll or min(pause * 1.5, MAX_POLL)
         except KeyboardInterrupt:
             print(f"interrupted: {self._pending(remaining)}", file=sys.stderr)

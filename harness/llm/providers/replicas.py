@@ -148,8 +148,7 @@ class ReplicaSet:
             live = [r for r in self.replicas if r.endpoint.available and r.index not in tried]
             if not live:
                 return None
-            ready = [r for r in live if r.load < r.endpoint.max_concurrency
-                     and ((r.endpoint.successes and not r.endpoint.probation) or not r.load)]
+            ready = [r for r in live if r.load < r.endpoint.max_concurrency and (r.endpoint.proven or not r.load)]
             n = len(self.replicas)
             best = min(ready or live, key=lambda r: (r.load, (r.index - self._next) % n))
             self._next = (best.index + 1) % n
