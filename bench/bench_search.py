@@ -5,7 +5,9 @@ queries, top ``--k``.
 Three ways, each in a fresh process (peak RSS is per process), the same queries:
 
 - ``index``: :meth:`EmbeddingIndex.search`, the shards read through ``mmap`` in blocks of 50,000 rows
-  with a running top-k merge (what ``dense:index=FOLDER`` does);
+  with a running top-k merge, each shard's sha256 checked before it is first scored (what
+  ``dense:index=FOLDER`` does);
+- ``index-noverify``: the same without the checksums (``dense:index=FOLDER,verify=false``);
 - ``memory``: every vector loaded as one float32 matrix and one full matrix product (what searching
   an in-memory corpus costs when nothing bounds it);
 - ``faiss-flat``: FAISS ``IndexFlatIP`` over the float32 vectors (the ``faiss`` extra), when installed.
@@ -65,11 +67,11 @@ def run_one(way: str, folder: str, nq: int, k: int) -> dict:
     """In a fresh process: one way's search; returns time, peak RSS and the top-k positions."""
     from harness.retrievers.dense.index import EmbeddingIndex
 
-    index = EmbeddingIndex(folder)
+    index = EmbeddingIndex(folder, verify=way != "index-noverify")
     q = queries(nq, int(index.dimension))
     t = time.perf_counter()
     load = 0.0
-    if way == "index":  # nothing to load: the shards are memory-mapped as they are scored
+    if way.startswith("index"):  # nothing to load: the shards are memory-mapped as they are scored
         idx, _ = index.search(q, k)
     elif way == "memory":
         matrix = index.load()
@@ -103,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.child:
         print(json.dumps(run_one(a.child[0], a.child[1], a.queries, a.k)))
         return 0
-    ways = ["index", "memory"]
+    ways = ["index", "index-noverify", "memory"]
     try:
         import faiss  # noqa: F401
 
@@ -137,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{a.docs:,} x {a.dim} float16 ({summary['index_size_mb']:.0f} MB on disk), {a.queries} queries, "
           f"top {a.k}")
     for w, r in summary["ways"].items():
-        print(f"  {w:<11} search {r['qps']:>7.1f} q/s ({r['qps_ratio']:.2f}x memory); with loading "
+        print(f"  {w:<14} search {r['qps']:>7.1f} q/s ({r['qps_ratio']:.2f}x memory); with loading "
               f"{r['qps_with_load']:>6.1f} q/s ({r['qps_with_load_ratio']:.2f}x; load {r['load_seconds']:.1f} s); "
               f"peak RSS {r['peak_rss_mb']:>5} MB ({r['rss_ratio']:.2f}x memory); top-{a.k} overlap with index "
               f"{r['top_k_overlap_with_index']:.4f}")

@@ -60,6 +60,7 @@ _EXPORTS = {
     "list_plugins": "harness.api",
     "build_index": "harness.api",
     "index_info": "harness.api",
+    "verify_index": "harness.api",
     "task_queries": "harness.evaluation.pipeline",
     "EvalResult": "harness.results.result",
     "render_table": "harness.results.table",
@@ -67,7 +68,16 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness.api import build_index, evaluate, index_info, list_plugins, load_dataset, load_task, score  # noqa: F401
+    from harness.api import (  # noqa: F401
+        build_index,
+        evaluate,
+        index_info,
+        list_plugins,
+        load_dataset,
+        load_task,
+        score,
+        verify_index,
+    )
     from harness.concepts.dataset import Dataset  # noqa: F401
     from harness.concepts.document import Document  # noqa: F401
     from harness.concepts.errors import DataError, HarnessError  # noqa: F401

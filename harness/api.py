@@ -84,7 +84,8 @@ def build_index(output: str | Path, *, task: str | None = None, dataset: str | N
     (``harness index build``), with the model of the dense ``retriever`` spec; ``executor``:
     ``local`` (default), ``ray`` or ``ray:address=auto``. Complete shards of a previous build are
     kept. Returns a :class:`~harness.retrievers.dense.build.BuildReport`; search the index with
-    ``--retriever dense:index=FOLDER``."""
+    ``--retriever dense:index=FOLDER``. ``retriever="bm25"`` (or ``bm25:k1=...``) tokenizes and weights
+    the corpus once into a BM25 index instead, searched with ``bm25:index=FOLDER``."""
     from harness.evaluation.pipeline import resolve_task
     from harness.retrievers.dense import build as builder
     from harness.retrievers.dense.index import DEFAULT_SHARD_SIZE
@@ -94,6 +95,16 @@ def build_index(output: str | Path, *, task: str | None = None, dataset: str | N
     if the_task.is_suite:
         raise HarnessError(f"{the_task.name} is a suite; build an index per task")
     component, comp, _ = ctx.registry.build("retriever", retriever, ctx)
+    from harness.retrievers import bm25
+
+    if isinstance(component, bm25.BM25Retriever):  # tokenized and weighted once, in this process
+        if shard_size is not None or dtype != "float32" or executor not in (None, "local"):
+            raise HarnessError("--shard-size, --dtype and --executor apply to dense indexes; a BM25 index is "
+                               "built in this process, in one piece")
+        ds = load_task_dataset(ctx, the_task)
+        return bm25.build_index(component, ds.corpus, output, overwrite=overwrite, source={
+            "task": the_task.name, "dataset": the_task.dataset, "dataset_args": dict(the_task.dataset_args),
+            "retriever": retriever, "identity": ds.identity})
     encoder = getattr(component, "encoder", None)
     if getattr(component, "store", None) is not None:
         raise HarnessError(f"retriever {retriever!r} searches an index; give the model to build one with "
@@ -112,13 +123,30 @@ def build_index(output: str | Path, *, task: str | None = None, dataset: str | N
 
 
 def index_info(folder: str | Path) -> dict[str, Any]:
-    """An index folder's manifest, with how many of its shards are complete (``harness index info``)."""
-    from harness.retrievers.dense.index import SHARDS, plan_shards, read_manifest
+    """An index folder's manifest (checked against its schema), with how many of its shards are
+    complete and whether they record checksums (``checksums``: ``"sha256"`` or None;
+    ``checksums_checked`` is False: :func:`verify_index` checks them) (``harness index info``)."""
+    from harness.retrievers import bm25_index
+    from harness.retrievers.dense.index import CHECKSUM, SHARDS, plan_shards, read_manifest
 
+    if bm25_index.is_index(folder):
+        return bm25_index.read_manifest(folder)
     manifest = read_manifest(folder)
     plans = plan_shards(int(manifest["count"]), int(manifest["shard_size"]))
     done = sum(1 for p in plans if (Path(folder) / SHARDS / p.name / "shard.json").is_file())
-    return {**manifest, "shards": len(plans), "shards_complete": done}
+    return {**manifest, "shards": len(plans), "shards_complete": done,
+            "checksums": CHECKSUM if manifest.get("checksums") == CHECKSUM else None, "checksums_checked": False}
+
+
+def verify_index(folder: str | Path) -> dict[str, Any]:
+    """Check an index folder whole (``harness index verify``): its manifest, every shard's
+    ``shard.json``, ``emb.npy`` header and ids (a :class:`DataError` naming the first malformed file),
+    then the sha256 of every ``emb.npy`` and ``ids.json`` against what the build recorded. Returns
+    ``{"folder", "shards", "checksums": "sha256" or None (none recorded), "mismatches": [{"shard",
+    "file", "sha256", "recorded"}, ...]}``."""
+    from harness.retrievers.dense.index import verify_index as verify
+
+    return verify(folder)
 
 
 def list_plugins(context: Context | None = None) -> list[dict[str, Any]]:
@@ -127,4 +155,5 @@ def list_plugins(context: Context | None = None) -> list[dict[str, Any]]:
 
 
 __all__ = ["evaluate", "score", "load_task", "load_dataset", "list_plugins", "build_index", "index_info",
+           "verify_index",
            "EvalResult"]

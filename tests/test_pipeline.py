@@ -123,8 +123,8 @@ def test_modes_chain_judge_and_cross_mode_metric(tmp_path):
     assert res.counts["judge_failures"] == {"og": 1, "changed": 0, "reversed": 0}  # "x" fails in og
     assert all(r.is_strictly_decreasing() for r in res.runs.values())
     files = sorted(p.name for p in tmp_path.iterdir())
-    assert files == ["judgments.jsonl", "per_query.jsonl", "results.json", "run.changed.trec", "run.og.trec",
-                     "run.reversed.trec"]
+    assert files == ["judgments.jsonl", "per_query.jsonl", "qrels.jsonl", "queries.jsonl", "results.json",
+                     "run.changed.trec", "run.og.trec", "run.reversed.trec"]  # queries, qrels: harness view's
     data = json.loads((tmp_path / "results.json").read_text())
     assert [r["spec"] for r in data["components"]["rerankers"]] == ["swap", "swap"]
     assert data["components"]["judge"]["args"] == {}

@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
+
+from harness.cli.options import FiniteFloat, check_output_file, write_text_file
+
+#: the most resamples ``-B`` takes (a p-value resolution of 1e-6; more only costs time and memory)
+MAX_PERMUTATIONS = 1_000_000
+#: the largest ``--seed`` (numpy seeds are non-negative)
+MAX_SEED = 2**32 - 1
 
 _COMMON_OPTIONS = [
     click.argument("results", nargs=-1, required=True),
@@ -13,10 +18,12 @@ _COMMON_OPTIONS = [
     click.option("--metric", "metrics", multiple=True,
                  help="Metric(s) to compare (repeatable; default: every metric with per-query values in all)."),
     click.option("--task", "tasks", multiple=True, help="Only these task(s) (repeatable; default: all shared)."),
-    click.option("--permutations", "-B", default=10_000, show_default=True, type=click.IntRange(min=1),
-                 help="Random resamples for the randomization and Tukey HSD tests."),
-    click.option("--seed", default=0, show_default=True, type=int, help="Random seed."),
-    click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1),
+    click.option("--permutations", "-B", default=10_000, show_default=True,
+                 type=click.IntRange(1, MAX_PERMUTATIONS),
+                 help=f"Random resamples for the randomization and Tukey HSD tests (at most {MAX_PERMUTATIONS:,})."),
+    click.option("--seed", default=0, show_default=True, type=click.IntRange(0, MAX_SEED),
+                 help=f"Random seed (0 to {MAX_SEED:,})."),
+    click.option("--alpha", default=0.05, show_default=True, type=FiniteFloat(0, 1),
                  help="Significance level (after Holm correction)."),
     click.option("--fill", type=click.Choice(["error", "zero", "drop"]), default="error", show_default=True,
                  help="Queries missing from some runs: error, count as 0, or leave out."),
@@ -50,12 +57,14 @@ def compare_cmd(results, baseline, metrics, tasks, permutations, seed, alpha, fi
     from harness.compare import compare, load_systems
     from harness.compare.format import render_result
 
+    if output:
+        check_output_file(output)
     systems = load_systems(list(results), list(names))
     res = compare(systems, baseline=baseline, metrics=list(metrics) or None, tasks=list(tasks) or None,
                   permutations=permutations, seed=seed, alpha=alpha, fill=fill, workers=workers)
     text = render_result(res, fmt)
     if output:
-        Path(output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        write_text_file(output, text if text.endswith("\n") else text + "\n")
         click.echo(f"[harness] comparison written to {output}", err=True)
     else:
         click.echo(text)
@@ -75,6 +84,7 @@ def report_cmd(results, baseline, permutations, seed, alpha, fill, names, output
     from harness.runtime.extras import require
 
     require("jinja2", "report", "harness report")  # before any results folder is read
+    check_output_file(output)
     systems = load_systems(list(results), list(names))
     path = write_report(systems, output, baseline=baseline, permutations=permutations, seed=seed, alpha=alpha,
                         fill=fill, title=title)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 import click
 
 from harness.cli.options import data_dir_option, make_context
+
+# file times come from the kernel's coarse clock, which may lag time.time() by a tick
+_CLOCK_SLACK_S = 0.1
 
 
 @click.group("data")
@@ -32,9 +37,8 @@ def data_path_cmd() -> None:
 def data_download_cmd(ctx, tasks, base_url) -> None:
     """Fetch TASKS' files into the data folder, verifying checksums (resumes broken transfers).
 
-    Creates the data folder when it does not exist. A task that publishes no files to fetch (e.g.
-    IFIR-EVAL) is reported with where its files must go, and the exit status is 2 unless they are
-    already in place."""
+    Creates the data folder when it does not exist. A task that publishes no files to fetch is
+    reported with where its files must go, and the exit status is 2 unless they are already in place."""
     from harness.api import load_dataset, load_task
     from harness.concepts.errors import DataError
     from harness.data.download import download_task_files
@@ -57,15 +61,98 @@ def data_download_cmd(ctx, tasks, base_url) -> None:
                                             progress=context.progress)
                 click.echo(f"{task.name}: {len(paths)} file(s) ready")
             elif not task.is_suite:
-                try:  # nothing to fetch: is its data in place? (the loader says where it must go)
-                    load_dataset(task.name, context)
+                since = time.time() - _CLOCK_SLACK_S
+                try:  # nothing to fetch: is its data in place? (the loader says where it must go, or fetches it)
+                    dataset = load_dataset(task.name, context)
                 except DataError as exc:
                     problems.append(f"{task.name}: nothing to download: the task publishes no files for harness "
                                     f"to fetch, and its data is not in place: {exc}")
                 else:
-                    click.echo(f"{task.name}: nothing to download (the task publishes no files); its data is "
-                               "in place")
+                    click.echo(_loaded_line(task.name, dataset, folder, since))
     for problem in problems:
         click.echo(f"Error: {problem}", err=True)
     if problems:
         ctx.exit(2)
+
+
+def _loaded_line(name: str, dataset, folder, since: float) -> str:
+    """What `data download` says of a task without a file list once its loader has run: the files the
+    dataset read (its identity) that were written since ``since`` -- fetched by a loader that downloads
+    at load time, such as ``mteb:`` -- else that its data is in place."""
+    sizes = []
+    for f in (getattr(dataset, "identity", None) or {}).get("files") or []:
+        try:
+            st = folder.locate(f["path"]).stat()
+        except (OSError, KeyError, TypeError):
+            continue
+        if st.st_mtime >= since:
+            sizes.append(st.st_size)
+    if not sizes:
+        return f"{name}: nothing to download (the task publishes no files); its data is in place"
+    return (f"{name}: fetched {len(sizes)} file(s), {sum(sizes):,} bytes, into {folder.path} (read by the task's "
+            "loader; the task publishes no file list)")
+
+
+@data_group.command("verify")
+@click.argument("tasks", nargs=-1)
+@data_dir_option
+@click.pass_context
+def data_verify_cmd(ctx, tasks) -> None:
+    """Check the files in place against TASKS' pins (sha256, size); all tasks when none is named.
+
+    Prints, per task, ok / not downloaded / incomplete / checksum mismatch (both digests) and where
+    each file comes from. Exit status 1 for a mismatch or an incomplete task, and for a named task
+    that is not downloaded; a task with nothing in place is only listed when no task is named."""
+    from harness.api import load_task
+    from harness.concepts.errors import DataError
+    from harness.data.verify import NOT_DOWNLOADED, verify_task
+
+    context = make_context()
+    root = context.data.path
+    click.echo(f"data folder {root} ({context.data.source})")
+    named = set(tasks)
+    seen: list = []
+
+    unlisted: list[str] = []
+
+    def expand(name: str) -> None:
+        try:
+            task = load_task(name, context)
+        except DataError as exc:  # e.g. an unpinned Hub release whose commit cannot be asked for now
+            if name in named:
+                raise
+            unlisted.append(f"{name}: not downloaded; its files cannot be listed now ({exc})")
+            return
+        if task.is_suite:  # a suite's files are its members'
+            for member in task.tasks:
+                expand(member)
+        elif task.name not in (t.name for t in seen):
+            seen.append(task)
+
+    for name in tasks or context.registry.names("task"):
+        expand(name)
+    failed, absent = [], []
+    for line in unlisted:
+        click.echo(line)
+    for task in seen:
+        check = verify_task(task, root)
+        click.echo(f"{task.name}: {check.state}" + ("" if check.files else
+                                                    " (the task publishes no files to verify)"))
+        if check.state == NOT_DOWNLOADED:
+            click.echo(f"  {len(check.files)} file(s), none in place; `harness data download {task.name}` "
+                       "fetches them")
+            if named:
+                absent.append(task.name)
+            continue
+        for c in check.files:
+            click.echo(f"  {c.line()}")
+        if check.failed:
+            failed.append(f"{task.name} ({check.state})")
+    if absent:
+        click.echo(f"Error: not downloaded: {', '.join(absent)}: none of the files is in {root}; run "
+                   f"`harness data download {' '.join(absent)}`", err=True)
+    if failed:
+        click.echo(f"Error: {len(failed)} task(s) do not match their pins: {', '.join(failed)}; "
+                   "`harness data download TASK` fetches a file again", err=True)
+    if absent or failed:
+        ctx.exit(1)

@@ -1,5 +1,5 @@
-"""``harness index``: build an embedding index of a corpus on disk (locally or on Ray), and describe one.
-Search it with ``harness eval --retriever dense:index=FOLDER``."""
+"""``harness index``: build an embedding index of a corpus on disk (locally or on Ray), describe one,
+verify one. Search it with ``harness eval --retriever dense:index=FOLDER``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from harness.cli.options import CACHE_DIR_OPTION, data_dir_option, make_context
 
 @click.group("index")
 def index_group() -> None:
-    """Embedding indexes on disk: build one, describe one."""
+    """Embedding indexes on disk: build one, describe one, verify one."""
 
 
 @index_group.command("build")
@@ -21,7 +21,7 @@ def index_group() -> None:
 @click.option("--dataset", "-d", help="Dataset spec instead of a task, e.g. beir:path=/data/scifact.")
 @click.option("--retriever", "-r", default="dense", show_default=True,
               help="The dense model to encode with, as a retriever spec: dense:model=...,preset=... (or a plugin "
-                   "built on it).")
+                   "built on it); or bm25 (bm25:k1=...,b=...,stopwords=...,stemmer=...) for a BM25 index.")
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False),
               help="The index folder (created; a folder holding part of the same index is completed).")
 @click.option("--shard-size", type=click.IntRange(min=1), default=None, help="Documents per shard [default 100000].")
@@ -57,6 +57,12 @@ def info_cmd(folder: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
+    if info.get("kind") == "harness-bm25-index":
+        click.echo(f"index:      {folder} (BM25: k1 {info['k1']}, b {info['b']}, epsilon {info['epsilon']}, "
+                   f"stopwords {info['stopwords']}, stemmer {info['stemmer']})")
+        click.echo(f"documents:  {info['documents']}, {info['terms']} terms, {info['postings']} postings")
+        click.echo(f"corpus:     task {info['source'].get('task')}, corpus sha256 {info['corpus_sha256']}")
+        return
     model = info.get("model") or {}
     click.echo(f"index:      {folder}")
     click.echo(f"documents:  {info['count']} in {info['shards']} shard(s) of {info['shard_size']}; "
@@ -68,3 +74,29 @@ def info_cmd(folder: str, as_json: bool) -> None:
     click.echo(f"templates:  query {info.get('query_template')!r}, document {info.get('doc_template')!r}")
     src = info.get("source") or {}
     click.echo(f"corpus:     task {src.get('task')}, dataset {src.get('dataset')}, ids sha256 {info['ids_sha256']}")
+    click.echo("checksums:  " + ("sha256 of every shard's emb.npy and ids.json recorded; not checked here "
+                                 f"(`harness index verify {folder}` checks them)" if info["checksums"] else
+                                 "no checksums recorded (built before the harness recorded them; rebuild with "
+                                 "--overwrite to add them)"))
+
+
+@index_group.command("verify")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False))
+def verify_cmd(folder: str) -> None:
+    """Check an index whole: manifest, shards, headers, ids, and every file's sha256 against the one its
+    build recorded. Exit 0: all match; 1: a file differs (each is named with both digests); 2: malformed."""
+    from harness.api import verify_index
+
+    report = verify_index(folder)
+    if report["checksums"] is None:
+        click.echo(f"{folder}: {report['shards']} shard(s); manifest, shard.json, emb.npy headers and ids checked; "
+                   f"no checksums recorded (built before the harness recorded them), so the vectors could not be "
+                   f"verified; rebuild with --overwrite to add them")
+        return
+    for m in report["mismatches"]:
+        click.echo(f"shard {m['shard']}: {m['file']}: sha256 {m['sha256']}, recorded {m['recorded']}", err=True)
+    if report["mismatches"]:
+        shards = len({m["shard"] for m in report["mismatches"]})
+        click.echo(f"{folder}: {shards} of {report['shards']} shard(s) differ from what the build recorded", err=True)
+        click.get_current_context().exit(1)
+    click.echo(f"{folder}: {report['shards']} shard(s) verified: sha256 of every emb.npy and ids.json matches")

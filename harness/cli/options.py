@@ -16,6 +16,7 @@ import click
 
 from harness.concepts.errors import HarnessError
 from harness.llm.settings import DEFAULT_MAX_CONCURRENCY
+from harness.runtime.numbers import MAX_SECONDS
 
 
 @dataclass
@@ -69,6 +70,65 @@ def data_dir_option(f: Callable[..., Any]) -> Callable[..., Any]:
                         help=_DATA_DIR_HELP)(f)
 
 
+class FiniteFloat(click.FloatRange):
+    """A :class:`click.FloatRange` that also refuses ``nan`` (which passes every comparison) and ``inf``."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import math
+
+        out = super().convert(value, param, ctx)
+        if not math.isfinite(out):
+            self.fail(f"{value!r} is not a finite number {self._describe_range()}.", param, ctx)
+        return out
+
+
+def _seconds() -> FiniteFloat:
+    """Seconds: finite, from 0.001 to :data:`~harness.runtime.numbers.MAX_SECONDS` (one day)."""
+    return FiniteFloat(min=0.001, max=MAX_SECONDS)
+
+
+def _check_prices(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A price file is read now (bounded: a regular file of at most 1 MiB, finite prices), so a bad
+    one fails before any work, whether or not an LLM is used."""
+    if value is None or ctx.resilient_parsing:
+        return value
+    from pathlib import Path
+
+    from harness.llm.pricing import PriceTable
+
+    try:
+        PriceTable().overridden(Path(value).expanduser())
+    except HarnessError as exc:
+        raise click.BadParameter(str(exc)) from exc
+    return value
+
+
+def check_output_file(path: str, option: str = "--output") -> None:
+    """Before any work: the file ``path`` a command will write can be written (its folder exists
+    and is writable; the path, when it exists, is a writable file, not a folder)."""
+    import os
+    from pathlib import Path
+
+    target = Path(path).expanduser()
+    folder = target.parent
+    if target.is_dir():
+        raise click.BadParameter(f"{target} is a folder; give a file path", param_hint=option)
+    if not folder.is_dir():
+        raise click.BadParameter(f"{target}: the folder {folder} does not exist", param_hint=option)
+    if not os.access(target if target.exists() else folder, os.W_OK):
+        raise click.BadParameter(f"{target} cannot be written (permission denied)", param_hint=option)
+
+
+def write_text_file(path: str, text: str) -> None:
+    """Write ``text`` to ``path``; a failure (a full disk, ``/dev/full``) is one message naming the file."""
+    from pathlib import Path
+
+    try:
+        Path(path).expanduser().write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise HarnessError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
 def _check_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is None:
         return None
@@ -104,21 +164,23 @@ NO_CACHE_OPTION = click.option(
     "--no-llm-cache", is_flag=True, default=False, help="Neither read nor write the LLM reply cache",
 )
 TIMEOUT_OPTION = click.option(
-    "--llm-timeout", type=click.FloatRange(min=0.001), default=None, envvar="HARNESS_LLM_TIMEOUT", metavar="SECONDS",
+    "--llm-timeout", type=_seconds(), default=None, envvar="HARNESS_LLM_TIMEOUT", metavar="SECONDS",
     help="Read timeout of one LLM HTTP attempt [default 60; env HARNESS_LLM_TIMEOUT]",
 )
 CONNECT_TIMEOUT_OPTION = click.option(
-    "--llm-connect-timeout", type=click.FloatRange(min=0.001), default=None, envvar="HARNESS_LLM_CONNECT_TIMEOUT",
+    "--llm-connect-timeout", type=_seconds(), default=None, envvar="HARNESS_LLM_CONNECT_TIMEOUT",
     metavar="SECONDS",
     help="Time to open a connection to an LLM endpoint [default 10; env HARNESS_LLM_CONNECT_TIMEOUT]",
 )
 BUDGET_OPTION = click.option(
-    "--llm-budget", type=click.FloatRange(min=0.001), default=None, envvar="HARNESS_LLM_BUDGET", metavar="SECONDS",
+    "--llm-budget", type=_seconds(), default=None, envvar="HARNESS_LLM_BUDGET", metavar="SECONDS",
     help="Time one LLM call may take in all, retries and waits included [default 120; env HARNESS_LLM_BUDGET]",
 )
 PRICES_OPTION = click.option(
     "--prices", type=click.Path(exists=True, dir_okay=False), default=None, envvar="HARNESS_PRICES",
-    help="JSON/TOML file overriding LLM prices (USD per 1M tokens) [env HARNESS_PRICES]",
+    callback=_check_prices,
+    help="JSON/TOML file overriding LLM prices (USD per 1M tokens; a regular file of at most 1 MiB) "
+         "[env HARNESS_PRICES]",
 )
 BATCH_OPTION = click.option(
     "--llm-batch", is_flag=True, default=False,

@@ -50,6 +50,8 @@ class MetricComparison:
     tukey: dict[str, dict[str, float]] | None = None  # system -> system -> p
     # system -> the uncertainty its results report for this metric (results.json "uncertainty"), if any
     uncertainty: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # leaderboard system (an MTEB result file) -> its value: no per-query scores, so no test
+    leaderboard: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -87,11 +89,16 @@ def compare(systems: list[System], *, baseline: str | None = None, metrics: list
     """Compare every system with the baseline (default: the first) on each shared task and metric."""
     if len(systems) < 2:
         raise HarnessError("compare needs at least two results folders")
+    boards = [s for s in systems if s.leaderboard]
+    systems = [s for s in systems if not s.leaderboard]
     names = [s.name for s in systems]
     base = baseline or names[0]
+    if base in [b.name for b in boards]:
+        raise HarnessError(f"baseline {base!r} is an MTEB result file, which has no per-query scores: "
+                           "choose a results folder")
     if base not in names:
         raise HarnessError(f"baseline {base!r} is not one of the systems: {', '.join(names)}")
-    shared = common_tasks(systems)
+    shared = common_tasks(systems + boards)
     if not shared:
         raise HarnessError("the results share no task: compare systems evaluated on the same task")
     if tasks:
@@ -100,7 +107,9 @@ def compare(systems: list[System], *, baseline: str | None = None, metrics: list
             raise HarnessError(f"task(s) {', '.join(unknown)} not shared by every system; shared: {', '.join(shared)}")
         shared = [t for t in shared if t in tasks]
     ordered = [systems[names.index(base)]] + [s for s in systems if s.name != base]
-    out = CompareResult(base, [{"name": s.name, "path": str(s.path), "components": s.label} for s in ordered], {
+    out = CompareResult(base, [{"name": s.name, "path": str(s.path), "components": s.label} for s in ordered]
+                        + [{"name": b.name, "path": str(b.path), "components": b.label, "leaderboard": True}
+                           for b in boards], {
         "test": "two-sided paired randomization (sign-flip) test on the mean difference, p = (c+1)/(B+1)",
         "permutations": permutations, "seed": seed, "alpha": alpha,
         "correction": "Holm", "family": FAMILY,
@@ -110,6 +119,7 @@ def compare(systems: list[System], *, baseline: str | None = None, metrics: list
         "fill": fill,
     })
     for task in shared:
+        uncertainty = [s.tasks[task].uncertainty for s in ordered]
         available = common_metrics(ordered, task)
         chosen = available
         if metrics:
@@ -121,11 +131,15 @@ def compare(systems: list[System], *, baseline: str | None = None, metrics: list
         for metric in chosen:
             mc = _compare_metric(align(ordered, task, metric, fill), permutations, seed, alpha, workers,
                                  tukey and len(ordered) > 2)
-            mc.uncertainty = {s.name: u.to_dict() for s in ordered
-                              if (u := s.tasks[task].uncertainty.get(metric)) is not None}
+            mc.uncertainty = {s.name: u.to_dict() for s, us in zip(ordered, uncertainty)
+                              if (u := us.get(metric)) is not None}
+            mc.leaderboard = {b.name: v for b in boards if (v := b.tasks[task].metrics.get(metric)) is not None}
             out.results.append(mc)
     if metrics and not out.results:
         raise HarnessError(f"none of the metrics {', '.join(metrics)} has per-query values in every result")
+    if not out.results:  # an empty comparison is no answer: say so instead of printing a bare footer
+        raise HarnessError(f"no metric has per-query values in every result for {', '.join(shared)} "
+                           "(per_query.jsonl of each folder)")
     return out
 
 

@@ -40,6 +40,8 @@ def _rows(r: MetricComparison, pm: str = "±") -> list[list[str]]:
         rows.append([c.system, _mean(r, c.system, c.mean, pm), f"{c.diff:+.4f}", f"[{_f(c.ci_low)}, {_f(c.ci_high)}]",
                      _f(c.effect_size, 2), f"{c.wins}/{c.ties}/{c.losses}", _p(c.p_randomization),
                      _p(c.p_randomization_holm), _p(c.p_t), mark])
+    for name, value in r.leaderboard.items():  # MTEB result files: no per-query scores, no test
+        rows.append([f"{name} (MTEB)*", _f(value), f"{value - r.means[base]:+.4f}", "", "", "", "—", "—", "—", ""])
     return rows
 
 
@@ -64,6 +66,9 @@ def _footer(res: CompareResult) -> str:
             f"tied, lost against the baseline; p_t: paired t-test. Missing queries: {s['fill']}.")
     if any(r.uncertainty for r in res.results):
         text += " mean ± SE: the standard error the metric reported with its value (results.json uncertainty)."
+    if any(r.leaderboard for r in res.results):
+        text += (" * (MTEB): a score from an MTEB result file (a leaderboard row): it has no per-query scores, so "
+                 "no paired test is claimed for it (p: —).")
     return text
 
 

@@ -12,11 +12,12 @@ from typing import Any
 
 from harness.compare import svg
 from harness.compare.analysis import CompareResult, compare
-from harness.compare.runs import System, common_metrics, common_tasks
+from harness.compare.runs import System, TaskResult, common_metrics, common_tasks
 from harness.concepts.errors import HarnessError
 from harness.concepts.uncertainty import Uncertainty
 
 LEVEL = re.compile(r"-L(\d+)$")
+_RANK = re.compile(r"\+?\d{1,9}")  # a run file's rank column
 MAX_BAR_METRICS = 6
 WORST = 5
 RANKING_DEPTH = 10
@@ -76,35 +77,34 @@ def _unc_cell(u: Uncertainty | None) -> dict[str, Any]:
 
 
 def _metric_table(systems: list[System], task: str, res: CompareResult | None) -> dict[str, Any]:
-    names: list[str] = []
-    for s in systems:
-        names += [m for m in s.tasks[task].metrics if m not in names]
+    # every per-system view is built once: a metric's row looks values up, never rebuilds them
+    metrics = [s.tasks[task].metrics for s in systems]
+    names = list(dict.fromkeys(m for ms in metrics for m in ms))
     uncertainties = [s.tasks[task].uncertainty for s in systems]
+    tested = {r.metric: r for r in res.results if r.task == task} if res else {}
     rows = []
     for m in names:
-        mc = res.lookup(task, m) if res else None
+        mc = tested.get(m)
         comps = {c.system: c for c in mc.comparisons} if mc else {}
         cells = []
-        for s in systems:
-            v = _num(s.tasks[task].metrics.get(m))
+        for i, s in enumerate(systems):
+            v = _num(metrics[i].get(m))
             c = comps.get(s.name)
             mark = ""
             if c is not None and c.significant:
                 mark = "▲" if c.diff > 0 else "▼"
             cells.append({"value": v, "mark": mark, "p": None if c is None else _num(c.p_randomization_holm),
                           "diff": None if c is None else _num(c.diff),
-                          **_unc_cell(uncertainties[systems.index(s)].get(m))})
+                          **_unc_cell(uncertainties[i].get(m))})
         pick = min if m in LOWER_IS_BETTER else max
         best = pick((c["value"] for c in cells if c["value"] is not None), default=None)
         for c in cells:
             c["best"] = best is not None and c["value"] == best and len(cells) > 1
         rows.append({"metric": m, "cells": cells, "tested": mc is not None,
                      "n": None if mc is None else mc.n_queries})
-    details: list[str] = []
-    for s in systems:
-        details += [k for k in s.tasks[task].metric_details if k not in details]
-    detail_rows = [{"name": k, "values": [_num(s.tasks[task].metric_details.get(k)) for s in systems]}
-                   for k in details]
+    all_details = [s.tasks[task].metric_details for s in systems]
+    details = list(dict.fromkeys(k for ds in all_details for k in ds))
+    detail_rows = [{"name": k, "values": [_num(ds.get(k)) for ds in all_details]} for k in details]
     return {"task": task, "rows": rows, "details": detail_rows,
             "has_uncertainty": any(c["se"] is not None or c["ci95"] is not None for r in rows for c in r["cells"])}
 
@@ -144,15 +144,26 @@ def _standard_error(xs: list[float]) -> float | None:
     return math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1) / len(xs))
 
 
-def _read_rankings(path: Path, qids: set[str], depth: int) -> dict[str, list[dict[str, Any]]]:
+def _read_rankings(tr: TaskResult, mode: str, path: Path, qids: set[str],
+                   depth: int) -> dict[str, list[dict[str, Any]]]:
+    """The top ``depth`` of each query in ``qids`` from a run file of the folder (read inside it; every
+    line checked: ``qid Q0 docid rank score tag``, a whole rank, a number for the score)."""
     out: dict[str, list[dict[str, Any]]] = {q: [] for q in qids}
-    if not path.exists():
-        return out
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            parts = line.split()
-            if len(parts) >= 5 and parts[0] in out:
-                out[parts[0]].append({"doc": parts[2], "rank": int(parts[3]), "score": _num(float(parts[4]))})
+    for lineno, line in tr.stored.lines(path, f"files['run[{mode}]']"):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 6:
+            raise HarnessError(f"{path}:{lineno}: expected 6 fields 'qid Q0 docid rank score tag', "
+                               f"found {len(parts)}")
+        if not _RANK.fullmatch(parts[3]):
+            raise HarnessError(f"{path}:{lineno}: rank {parts[3][:40]!r} is not a whole number")
+        try:
+            score = float(parts[4])
+        except ValueError:
+            raise HarnessError(f"{path}:{lineno}: score {parts[4][:40]!r} is not a number") from None
+        if parts[0] in out:
+            out[parts[0]].append({"doc": parts[2], "rank": int(parts[3]), "score": _num(score)})
     for q in out:
         out[q] = sorted(out[q], key=lambda r: r["rank"])[:depth]
     return out
@@ -167,7 +178,7 @@ def _worst(systems: list[System], task: str, metric: str | None) -> list[dict[st
         scored = [(row[metric], q) for q, row in tr.per_query.items() if row.get(metric) is not None]
         worst = sorted(scored)[:WORST]
         qids = {q for _, q in worst}
-        runs = {mode: _read_rankings(path, qids, RANKING_DEPTH) for mode, path in tr.run_files().items()}
+        runs = {mode: _read_rankings(tr, mode, path, qids, RANKING_DEPTH) for mode, path in tr.run_files().items()}
         out.append({"system": s.name, "metric": metric, "queries": [
             {"query_id": q, "value": v, "others": {o.name: _num(o.tasks[task].per_query.get(q, {}).get(metric))
                                                    for o in systems if o is not s},
@@ -223,25 +234,29 @@ def build_report(systems: list[System], *, baseline: str | None = None, permutat
                          "worst": _worst(systems, task, metrics[0] if metrics else None)})
     suite = None
     if len(tasks) > 1:
-        shared = [m for m in systems[0].tasks[tasks[0]].metrics
-                  if all(_num(s.tasks[t].metrics.get(m)) is not None for s in systems for t in tasks)]
+        # each system's views per task, built once (a metric's chart only looks values up)
+        vals = {s.name: {t: s.tasks[t].metrics for t in tasks} for s in systems}
+        uncs = {s.name: {t: s.tasks[t].uncertainty for t in tasks} for s in systems}
+        shared = [m for m in vals[systems[0].name][tasks[0]]
+                  if all(_num(vals[s.name][t].get(m)) is not None for s in systems for t in tasks)]
         radars = []
         if len(tasks) >= 3:
             for m in shared:
-                series = [(s.name, [_num(s.tasks[t].metrics.get(m)) for t in tasks]) for s in systems]
+                series = [(s.name, [_num(vals[s.name][t].get(m)) for t in tasks]) for s in systems]
                 radars.append({"metric": m, "chart": svg.radar(tasks, series)})
         bar_charts = []
         for m in shared[:MAX_BAR_METRICS]:
-            series = [(s.name, [_num(s.tasks[t].metrics.get(m)) for t in tasks]) for s in systems]
-            errors = [[_error(_num(s.tasks[t].metrics.get(m)), s.tasks[t].uncertainty.get(m)) for t in tasks]
+            series = [(s.name, [_num(vals[s.name][t].get(m)) for t in tasks]) for s in systems]
+            errors = [[_error(_num(vals[s.name][t].get(m)), uncs[s.name][t].get(m)) for t in tasks]
                       for s in systems]
             chart = svg.bars(svg.short_labels(tasks), series, errors=errors)
             has_errors = any(r["error"] for r in chart["rects"])
             bar_charts.append({"title": f"{m} per task", "metric": m, "kind": "task", "chart": chart,
                                "errors": "the metric's own uncertainty: ± SE, or its 95% interval" if has_errors
                                else ""})
-        means = [{"metric": m, "values": [_num(s.results.get("metrics", {}).get(m)) if s.suite else None
-                                           for s in systems]} for m in shared]
+        suite_metrics = [s.results.get("metrics") or {} for s in systems]
+        means = [{"metric": m, "values": [_num(sm.get(m)) if s.suite else None
+                                           for s, sm in zip(systems, suite_metrics)]} for m in shared]
         suite = {"tasks": tasks, "radars": radars, "bars": bar_charts, "means": means,
                  "has_means": any(s.suite for s in systems)}
     data = {

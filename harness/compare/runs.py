@@ -56,6 +56,7 @@ class System:
     stored: StoredResults
     tasks: dict[str, TaskResult] = field(default_factory=dict)
     suite: str | None = None
+    leaderboard: bool = False  # an MTEB result file: aggregate scores, no per-query values, never tested
 
     @property
     def results(self) -> dict[str, Any]:
@@ -107,13 +108,36 @@ def parse_system_arg(arg: str) -> tuple[str | None, str]:
     return None, arg
 
 
-def load_systems(args: list[str], names: list[str] | None = None) -> list[System]:
-    systems = []
+def _leaderboard(path: str, name: str | None, blocks: dict[str, Any]) -> System:
+    """An MTEB result file (or a folder of them) as a system with no per-query values."""
+    from harness.compare import mteb_files
+
+    default, tasks = mteb_files.load_mteb_tasks(path, blocks)
+    stored = StoredResults(Path(path), {"components": {"retriever": {"spec": mteb_files.LABEL}}}, 2)
+    system = System(name or default, Path(path), stored, leaderboard=True)
+    for task, st in tasks.items():
+        system.tasks[task] = TaskResult(task, st.path.parent, st, {})
+    return system
+
+
+def load_systems(args: list[str], names: list[str] | None = None, context: Any = None) -> list[System]:
+    """Results folders, and MTEB result files (``<TaskName>.json`` or a folder of them) as leaderboard
+    systems whose tasks and metrics are mapped through the runs' ``mteb`` blocks (docs/mteb.md)."""
+    from harness.compare import mteb_files
+
+    loaded: list[System | tuple[str | None, str]] = []
     for i, arg in enumerate(args):
         name, path = parse_system_arg(arg)
         if names and i < len(names):
             name = names[i]
-        systems.append(load_system(path, name))
+        loaded.append((name, path) if mteb_files.is_mteb_path(path) else load_system(path, name))
+    runs = [s for s in loaded if isinstance(s, System)]
+    if len(runs) < len(loaded):
+        if not runs:
+            raise HarnessError("MTEB result files are compared with results folders: name at least one run")
+        blocks = mteb_files.blocks_of(runs, context)
+        loaded = [s if isinstance(s, System) else _leaderboard(s[1], s[0], blocks) for s in loaded]
+    systems = [s for s in loaded if isinstance(s, System)]
     seen: dict[str, int] = {}
     for s in systems:  # make names unique: bm25, bm25 -> bm25, bm25#2
         seen[s.name] = seen.get(s.name, 0) + 1
@@ -129,7 +153,7 @@ def common_tasks(systems: list[System]) -> list[str]:
 
 def common_metrics(systems: list[System], task: str) -> list[str]:
     """Metrics with per-query values in every system's results for ``task``, in first-seen order."""
-    order: list[str] = []
+    order: dict[str, None] = {}  # first-seen order, with constant-time membership
     sets = []
     for s in systems:
         keys: set[str] = set()
@@ -137,8 +161,7 @@ def common_metrics(systems: list[System], task: str) -> list[str]:
             for k, v in row.items():
                 if v is not None:
                     keys.add(k)
-                    if k not in order:
-                        order.append(k)
+                    order.setdefault(k)
         sets.append(keys)
     shared = set.intersection(*sets) if sets else set()
     return [k for k in order if k in shared]

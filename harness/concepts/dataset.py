@@ -26,6 +26,11 @@ class Dataset:
 
     ``identity`` records where the data came from (files with sha256 and size) so a result can be
     traced to the exact bytes it was computed on.
+
+    ``excluded``: query id -> document ids that must never be ranked for that query, in any mode
+    (BRIGHT's ``excluded_ids``). The pipeline drops them from every stage's run, after the first
+    stage has retrieved deep enough that ``depth`` documents remain (as if every document were scored,
+    the excluded ones removed, and the top ``depth`` kept), and again after each reranker.
     """
 
     name: str
@@ -35,6 +40,7 @@ class Dataset:
     candidates: dict[str, Run] | None = None
     identity: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    excluded: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @classmethod
     def single(
@@ -98,4 +104,5 @@ class Dataset:
             ),
             identity={**self.identity, "limit": n},
             meta=self.meta,
+            excluded={q: ex for q, ex in self.excluded.items() if q in keep_set},
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 
@@ -20,6 +20,7 @@ class Run(Mapping[str, list[tuple[str, float]]]):
     ):
         self.name = name
         self._data: dict[str, dict[str, float]] = {}
+        self._given: dict[str, dict[str, float]] | None = None  # scores before with_strict_scores
         for q, hits in (data or {}).items():
             self[q] = hits
 
@@ -75,6 +76,20 @@ class Run(Mapping[str, list[tuple[str, float]]]):
     def top(self, k: int) -> Run:
         return Run._wrap({q: dict(list(h.items())[:k]) for q, h in self._data.items()}, self.name)
 
+    def without(self, excluded: Mapping[str, Collection[str]]) -> Run:
+        """The same rankings with each query's ``excluded[qid]`` documents dropped (BRIGHT's
+        ``excluded_ids``); the others keep their order and scores (given scores too)."""
+        if not excluded:
+            return self
+
+        def drop(data: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+            return {q: {d: s for d, s in h.items() if d not in ex} if (ex := excluded.get(q)) else h
+                    for q, h in data.items()}
+
+        run = Run._wrap(drop(self._data), self.name)
+        run._given = None if self._given is None else drop(self._given)
+        return run
+
     def with_strict_scores(self) -> Run:
         """Same order, with strictly decreasing scores (:func:`strictly_decreasing`, the one rule),
         so no tie-break can reorder it: trec_eval sorts by score, so a reranker's order survives
@@ -82,7 +97,15 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         out: dict[str, dict[str, float]] = {}
         for q, h in self._data.items():
             out[q] = dict(zip(h, strictly_decreasing(list(h.values())), strict=True))
-        return Run._wrap(out, self.name)
+        run = Run._wrap(out, self.name)
+        run._given = self.given_scores()
+        return run
+
+    def given_scores(self) -> dict[str, dict[str, float]]:
+        """``{qid: {docid: score}}`` as the component scored it, ties included, in the run's order:
+        the scores before :meth:`with_strict_scores` lowered tied ones (the stored scores when none
+        were). Metrics that define their own tie rule (FollowIR's p-MRR) read these."""
+        return self._given if self._given is not None else self._data
 
     def is_strictly_decreasing(self) -> bool:
         """True when every list's scores decrease strictly as trec_eval keeps them (32-bit floats)."""

@@ -14,12 +14,19 @@ from harness.concepts.query import DEFAULT_QUERY_FORMAT
 
 @dataclass(frozen=True)
 class DataFile:
-    """A file a task needs, relative to the data folder, with where to fetch it and its checksum."""
+    """A file a task needs, relative to the data folder, with where to fetch it and its checksum.
+    ``optional``: the source may not publish it (a 404 / ``EntryNotFound`` skips it, with one line).
+    ``unpinned``: why no commit of the source is pinned (empty for a pinned file). Only a Hub file may be
+    unpinned: its URL names a branch, which is resolved to its full commit id once per download (said on
+    stderr) and the file fetched at that commit; results.json's dataset identity then tells uploads
+    apart by sha256."""
 
     path: str
     url: str = ""
     sha256: str = ""
     size: int | None = None
+    optional: bool = False
+    unpinned: str = ""
 
 
 @dataclass
@@ -42,6 +49,9 @@ class Task:
     # the summary row `harness eval` prints, as the benchmark's paper lays it out:
     # [column header, metric key, scale], e.g. ["WISE", "WISE", 100]
     table: list[tuple[str, str, float]] = field(default_factory=list)
+    # the MTEB task this task corresponds to (docs/mteb.md): task_name, dataset, dataset_revision, split,
+    # hf_subset, main_score, metrics (harness key -> MTEB key), optional languages and differs
+    mteb: dict[str, Any] = field(default_factory=dict)
 
     @property
     def is_suite(self) -> bool:
@@ -55,6 +65,10 @@ class Task:
                 f"task {self.name!r}: first_stage must be 'candidates' or 'retrieve', not {self.first_stage!r}",
                 self.source or None,
             )
+        if self.mteb:
+            from harness.concepts.mteb_block import check_mteb_block
+
+            check_mteb_block(self.mteb, f"task {self.name!r}", self.source or None)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +84,7 @@ class Task:
             "source": self.source,
             **({"tasks": self.tasks} if self.tasks else {}),
             **({"table": [list(c) for c in self.table]} if self.table else {}),
+            **({"mteb": self.mteb} if self.mteb else {}),
         }
 
 
@@ -92,6 +107,14 @@ def load_task_file(path: Path) -> Task:
     for i, f in enumerate(raw.pop("files", [])):
         if "path" not in f:
             raise DataError(f"files[{i}] lacks 'path'", path)
+        unknown_file_keys = set(f) - set(DataFile.__dataclass_fields__)
+        if unknown_file_keys:
+            raise DataError(f"files[{i}]: unknown keys {sorted(unknown_file_keys)}; allowed: "
+                            f"{sorted(DataFile.__dataclass_fields__)}", path)
+        if "unpinned" in f and not isinstance(f["unpinned"], str):
+            raise DataError(f"files[{i}]: unpinned must be a string (why no commit is pinned)", path)
+        if "optional" in f and not isinstance(f["optional"], bool):
+            raise DataError(f"files[{i}]: optional must be true or false, not {f['optional']!r}", path)
         files.append(DataFile(**f))
     return Task(**raw, files=files, source=str(path))
 

@@ -1,6 +1,10 @@
-"""Fetching a task's data files into the data folder (stdlib ``urllib`` only).
+"""Fetching a task's data files into the data folder.
 
-Each file is downloaded to ``<file>.part``; an interrupted transfer leaves the ``.part`` and the
+Files on the Hugging Face Hub (a canonical ``https://huggingface.co/.../resolve/{commit}/{path}``
+URL) are fetched with ``huggingface_hub`` (:mod:`harness.data.hub`: ``HF_ENDPOINT``, ``HF_TOKEN``);
+every other file, and every file when a mirror is given, with the standard library's ``urllib``.
+
+A ``urllib`` download goes to ``<file>.part``; an interrupted transfer leaves the ``.part`` and the
 next attempt resumes it with an HTTP ``Range`` request (or starts over when the server ignores
 the range). The sha256 is checked before the file is renamed into place, so a final file always
 has the expected content. A mirror (``base_url``, or the data folder's ``mirror`` from
@@ -16,6 +20,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
+from dataclasses import replace
 from http.client import HTTPException
 from pathlib import Path
 from typing import Any
@@ -24,6 +29,7 @@ from harness import __version__
 from harness.concepts.errors import DataError
 from harness.concepts.task import DataFile, Task
 from harness.data.folder import ENV_AUTO_DOWNLOAD, ENV_DATA_URL, POINT_ELSEWHERE, DataFolder
+from harness.data.hub import HubFile, MissingUpstream, download_hub_file, parse_hub_url, resolve_hub_revision
 from harness.formats.files import sha256_file
 from harness.runtime.progress import ProgressSettings
 from harness.runtime.progress import progress as _progress
@@ -79,7 +85,8 @@ def _open(url: str, start: int) -> Any:
 
 
 def _http_error(exc: urllib.error.HTTPError, url: str) -> DataError:
-    return DataError(f"download failed: HTTP {exc.code} {exc.reason} for {url}")
+    kind = MissingUpstream if exc.code == 404 else DataError
+    return kind(f"download failed: HTTP {exc.code} {exc.reason} for {url}")
 
 
 def _open_or_fail(url: str, start: int) -> Any:
@@ -204,33 +211,61 @@ def download_task_files(
     """Fetch ``task``'s files (or just ``files``) into the folder ``dest``, from ``base_url`` (a
     mirror) when given.
 
+    A file on the Hugging Face Hub is fetched with ``huggingface_hub`` (``HF_ENDPOINT``, ``HF_TOKEN``),
+    any other with ``urllib`` from its URL or the mirror, which serves files by their data-folder
+    paths (Hub files too, when ``HF_ENDPOINT`` is not set).
     Files already present with the right size and checksum are skipped; a present file with another
     size or checksum is reported on stderr ("checksum mismatch in ..., expected sha256 X, actual Y")
-    and fetched again. Returns the local paths of the requested files (all the task's by default),
-    in order.
+    and fetched again. An ``optional`` file the source does not have (404, ``EntryNotFound``) is
+    skipped with one line on stderr. Returns the local paths of the requested files (all the task's
+    by default) that are in place, in order.
     """
     root = Path(dest).expanduser()
     quiet = progress is not None and progress.mode == "off"
     wanted = list(files) if files is not None else list(task.files)
     paths: list[Path] = []
+    resolved: dict[tuple[str, str, str], str] = {}  # an unpinned (repo, branch): its commit, asked once
     for f in wanted:
         target = root / f.path
         problem = checksum_problem(target, f) if target.is_file() else None
         if target.is_file() and problem is None:
             paths.append(target)
             continue
+        # a Hub file goes through huggingface_hub unless a data-folder mirror is given and HF_ENDPOINT is not
+        hub = parse_hub_url(f.url) if not base_url or os.environ.get("HF_ENDPOINT") else None
+        if hub is not None and f.unpinned:
+            hub = _at_commit(hub, f, resolved, quiet)
         url = source_url(f, base_url, root)
         if problem is not None:
             print(f"{problem}; downloading it again", file=sys.stderr, flush=True)
         if not quiet:
-            print(f"downloading {f.path} from {url}", file=sys.stderr, flush=True)
+            print(f"downloading {f.path} from {hub.label if hub else url}", file=sys.stderr, flush=True)
         try:
-            paths.append(download_file(f, target, url, progress=progress))
+            if hub is not None:
+                paths.append(download_hub_file(f, hub, target, progress=progress))
+            else:
+                paths.append(download_file(f, target, url, progress=progress))
+        except MissingUpstream as exc:
+            if not f.optional:
+                raise
+            print(f"[harness] {f.path}: not published at its source, skipped (an optional file): {exc}",
+                  file=sys.stderr, flush=True)
         except PermissionError as exc:
             raise DataError(
                 f"cannot write {target} ({exc.strerror}); choose a writable data folder with --data-dir"
             ) from exc
     return paths
+
+
+def _at_commit(hub: HubFile, f: DataFile, resolved: dict[tuple[str, str, str], str], quiet: bool) -> HubFile:
+    """An unpinned Hub file at the full commit its branch names now (asked once per download, said on
+    stderr), so every file of one download comes from one commit."""
+    key = (hub.repo_type, hub.repo_id, hub.revision)
+    if key not in resolved:
+        resolved[key] = resolve_hub_revision(hub.repo_id, hub.revision, hub.repo_type)
+        print(f"[harness] {hub.repo_id}: no commit is pinned in this release ({f.unpinned}); {hub.revision} is "
+              f"commit {resolved[key]} now: fetching that commit", file=sys.stderr, flush=True)
+    return replace(hub, revision=resolved[key])
 
 
 def missing_task_files(task: Task, root: Path) -> list[DataFile]:
@@ -249,7 +284,8 @@ def ensure_task_files(task: Task, folder: DataFolder, progress: ProgressSettings
     """
     root = folder.path
     quiet = progress is not None and progress.mode == "off"
-    missing = missing_task_files(task, root)
+    absent = missing_task_files(task, root)
+    missing = [f for f in absent if not f.optional]
     fetch = f"`harness data download {task.name}`"
     if missing:
         first = missing[0]
@@ -274,8 +310,15 @@ def ensure_task_files(task: Task, folder: DataFolder, progress: ProgressSettings
                 f"{exc}\n{task.name}: fetching its files into the data folder {root} ({folder.source}) failed; "
                 f"run {fetch} to try again (from a mirror: ${ENV_DATA_URL}=URL), or point to a folder that holds "
                 f"them with {POINT_ELSEWHERE}") from exc
+    optional = [f for f in absent if f.optional]
+    if optional and folder.auto_download and root.is_dir():
+        try:  # a file the source may not publish: its absence is the loader's business
+            download_task_files(task, root, base_url=folder.mirror, progress=progress, files=optional)
+        except DataError as exc:
+            print(f"[harness] warning: {task.name}: an optional file could not be fetched ({exc}); going on "
+                  "without it", file=sys.stderr, flush=True)
     for f in task.files:
-        if f not in missing:
+        if f not in absent:
             problem = checksum_problem(root / f.path, f) if (root / f.path).is_file() else None
             if problem:
                 print(f"[harness] warning: {problem}; using the file as it is ({fetch} fetches the "

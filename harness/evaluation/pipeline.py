@@ -185,9 +185,11 @@ def evaluate(
     metric_names = list(metrics) if metrics else list(the_task.metrics)
     metric_objs = resolve_metrics(ctx.registry, metric_names)  # fail on a bad name before any work
     if output:  # an unwritable or already used --output fails now, not after the evaluation
+        from harness.evaluation.output_files import check_result_files
         from harness.results.store import prepare_output
 
         prepare_output(output, overwrite=overwrite)
+        check_result_files(output)  # every file the run writes, not only the folder
 
     # components first: a bad spec or a missing API key fails before any data is read or downloaded
     k = depth or the_task.depth
@@ -231,14 +233,18 @@ def evaluate(
         t = time.perf_counter()
         if given:
             first.set_candidates(ds.candidates.get(mode) if ds.candidates else None)
+        # excluded documents (Dataset.excluded) are dropped after retrieving deep enough that k remain
+        deep = k + max((len(ds.excluded.get(q, ())) for q in queries), default=0)
         if isinstance(first, QueryObjectRetriever):
-            run = first.search_queries(queries, k)
+            run = first.search_queries(queries, deep)
         else:
-            run = first.search({q: v.text for q, v in queries.items()}, k)
+            run = first.search({q: v.text for q, v in queries.items()}, deep)
+        if ds.excluded:
+            run = run.without(ds.excluded).top(k)
         timings[f"retrieve[{mode}]"] = time.perf_counter() - t
         for label, rr in zip(labels[1:], reranker_objs):
             t = time.perf_counter()
-            run = rr.rerank(queries, run, ds.corpus)
+            run = rr.rerank(queries, run, ds.corpus).without(ds.excluded)
             if not run.is_strictly_decreasing():  # the one rule: a ranking's order survives trec_eval's sort
                 counts.setdefault("scores_made_strict", []).append(f"{label}[{mode}]")
                 run = run.with_strict_scores()
@@ -298,8 +304,10 @@ def evaluate(
                         versions=ctx.versions())
     ctx.llm.close()
     if output:
+        from harness.evaluation.view_files import write_view_files
         from harness.results.store import write_results
 
+        write_view_files(output, ds, runs, ctx.llm.clients)
         write_results(result, output)
         _log(f"[harness] results written to {output}", progress)
     return result
@@ -414,9 +422,11 @@ def evaluate_suite(suite: Task, context: Context, *, output: str | None = None, 
     ``results.json`` holds the per-task table and the means. ``output`` is checked once, before any
     member runs (see :func:`harness.results.store.prepare_output`)."""
     if output:
+        from harness.evaluation.output_files import check_result_files
         from harness.results.store import prepare_output
 
         prepare_output(output, overwrite=overwrite, members=suite.tasks)
+        check_result_files(output, suite.tasks)
     results = _run_members(suite, context, output, progress, kwargs)
     names: list[str] = []
     for r in results.values():

@@ -67,6 +67,8 @@ _EXPORTS = {
     # a provider's batch API
     "BatchAPI": "harness.llm.batch.api",
     "BatchCleanup": "harness.llm.batch.api",
+    "BatchListing": "harness.llm.batch.api",
+    "requests_digest": "harness.llm.batch.api",
     "BatchLimits": "harness.llm.batch.api",
     "RemoteStatus": "harness.llm.batch.api",
     "Unprocessed": "harness.llm.batch.api",
@@ -78,7 +80,15 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness.llm.batch.api import BatchAPI, BatchCleanup, BatchLimits, RemoteStatus, Unprocessed  # noqa: F401
+    from harness.llm.batch.api import (  # noqa: F401
+        BatchAPI,
+        BatchCleanup,
+        BatchLimits,
+        BatchListing,
+        RemoteStatus,
+        Unprocessed,
+        requests_digest,
+    )
     from harness.llm.client import Client  # noqa: F401
     from harness.llm.errors import (  # noqa: F401
         AuthError,

@@ -95,6 +95,9 @@ class Client:
         self._dry_lock = threading.Lock()
         #: batch mode: a :class:`BatchRunner` (True in a dry run: stages are counted, nothing is sent)
         self.batch = batch or None
+        #: the calls made for each sequence of :meth:`run_sequences` whose item is a query id (text):
+        #: ``{"query_id", "key", "cached", "error"}``, for ``llm_calls.jsonl`` (``harness view``)
+        self.call_log: list[dict[str, Any]] = []
 
     def __repr__(self) -> str:
         dry = self.dry_run is not None
@@ -281,13 +284,31 @@ class Client:
 
         def one(item: T) -> R | LLMError:
             try:
-                return fn(item, self.chat)
+                return fn(item, self._logged_chat(item) if isinstance(item, str) else self.chat)
             except LLMError as error:
                 return error
 
         with _original_fatal():
             return bounded_map(one, items, max_workers or self.max_concurrency, on_result, progress=self.label,
                                settings=self.progress)
+
+    def _logged_chat(self, query_id: str) -> ChatFn:
+        """:meth:`chat` that notes each call's cache key, cache hit and failure in :attr:`call_log`."""
+
+        def chat(messages: Messages, options: ChatOptions | None = None, /, **overrides: Any) -> Reply:
+            row: dict[str, Any] = {"query_id": query_id, "key": self.cache_key(messages, options, **overrides),
+                                   "cached": False, "error": None}
+            try:
+                reply = self.chat(messages, options, **overrides)
+            except LLMError as error:
+                row["error"] = f"{type(error).__name__}: {error}"
+                self.call_log.append(row)
+                raise
+            row["cached"] = bool(reply.cached)
+            self.call_log.append(row)
+            return reply
+
+        return chat
 
     # -- batch mode --------------------------------------------------------------------------
     def _lookup(self, messages: Messages, options: ChatOptions | None, overrides: dict[str, Any]) -> Reply | Pending:

@@ -77,6 +77,7 @@ class PointwiseScorer:
         self._stats: Counter[str] = Counter()
         self._transport: Counter[str] = Counter()
         self._failures: Counter[str] = Counter()
+        self._flags: dict[str, Counter[str]] = {}  # query id -> flag -> count (a rule applied, per query)
 
     def score(self, items: Sequence[Item], parse: Callable[[Reply], Any], prefix: str = "") -> dict[Hashable, Scored]:
         """Send each distinct request once (concurrently), parse each reply with ``parse`` (returning
@@ -107,6 +108,7 @@ class PointwiseScorer:
         out: dict[Hashable, Scored] = {}
         transport: Counter[str] = Counter()
         failures: Counter[str] = Counter()
+        flagged: dict[str, Counter[str]] = {}
         st[f"{prefix}deduplicated"] += len(items) - len(order)  # items answered by another item's request
         for item, k in zip(items, keys):
             res = out[item.key] = outcome[k]
@@ -121,10 +123,13 @@ class PointwiseScorer:
                 st["dry_run"] += 1
             for flag in res.flags:
                 st[flag] += 1
+                flagged.setdefault(item.qid, Counter())[flag] += 1
         with self._lock:
             self._stats.update(st)
             self._transport.update(transport)
             self._failures.update(failures)
+            for qid, counts in flagged.items():
+                self._flags.setdefault(qid, Counter()).update(counts)
         return out
 
     def count(self, **counts: int) -> None:
@@ -132,11 +137,19 @@ class PointwiseScorer:
         with self._lock:
             self._stats.update(counts)
 
+    def flag(self, qid: str, name: str) -> None:
+        """Count a rule the method applied to one item of query ``qid`` (in ``stats()[name]`` and
+        ``flags_per_query``), e.g. a documented fallback; never silent."""
+        with self._lock:
+            self._stats[name] += 1
+            self._flags.setdefault(qid, Counter())[name] += 1
+
     def stats(self, *extra: str) -> dict[str, Any]:
         """The counters: ``calls``, ``cache_hits``, ``items``, ``deduplicated`` (items whose request
         another item of the same batch already made, so it was sent once), ``parse_failures``,
         ``transport_failures`` (each stage's, prefixed, and their sum), ``dry_run``, the flags and
-        ``extra`` names, ``failures_per_query`` (reply-quality) and ``transport_failures_per_query``."""
+        ``extra`` names, ``failures_per_query`` (reply-quality), ``transport_failures_per_query`` and
+        ``flags_per_query`` (each parser flag, e.g. a rule applied, counted per query)."""
         with self._lock:
             s = Counter(self._stats)
             out: dict[str, Any] = {k: s[k] for k in ("calls", "cache_hits", "items", "deduplicated", "parse_failures",
@@ -146,6 +159,7 @@ class PointwiseScorer:
             out["transport_failures"] = sum(v for k, v in s.items() if k.endswith("transport_failures"))
             out["failures_per_query"] = dict(self._failures)
             out["transport_failures_per_query"] = dict(self._transport)
+            out["flags_per_query"] = {q: dict(c) for q, c in self._flags.items()}
             return out
 
 

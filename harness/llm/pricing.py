@@ -31,6 +31,12 @@ from harness.concepts.errors import HarnessError
 PRICES_DATE = "2025-11-01"
 #: the batch tier's price as a share of the standard one, where a price gives no batch rates
 BATCH_SHARE = 0.5
+#: a price file is a regular file of at most this many bytes (never read unbounded)
+MAX_PRICES_BYTES = 1 << 20
+#: brackets nested deeper than this in a price file are refused before parsing
+MAX_PRICES_DEPTH = 16
+#: the highest price accepted, USD per 1M tokens (prices are finite: ``1e400`` is refused)
+MAX_PRICE = 1_000_000.0
 
 BUILTIN_PRICES: dict[str, tuple[float, float]] = {
     # OpenAI
@@ -56,6 +62,10 @@ BUILTIN_PRICES: dict[str, tuple[float, float]] = {
     "openai:o3-mini": (1.10, 4.40),
     "openai:o3-pro": (20.00, 80.00),
     "openai:o4-mini": (1.10, 4.40),
+    # OpenAI embeddings, per 1M input tokens (developers.openai.com/api/docs/models/text-embedding-3-*)
+    "openai:text-embedding-3-small": (0.02, 0.0),
+    "openai:text-embedding-3-large": (0.13, 0.0),
+    "openai:text-embedding-ada-002": (0.10, 0.0),
     # the embedded llama.cpp provider: local compute
     "local:": (0.0, 0.0),
     # Anthropic
@@ -135,16 +145,20 @@ class PriceTable:
                 pair = (val[0], val[1])
             else:
                 raise HarnessError(
-                    f"{path}: price for {key!r} must be {{input = X, output = Y}} (USD per 1M tokens)"
+                    f"{path}: price for {key[:80]!r} must be {{input = X, output = Y}} (USD per 1M tokens)"
                 )
             if not all(_rate(x) for x in pair):
-                raise HarnessError(f"{path}: price for {key!r} needs non-negative numbers input and output")
+                raise HarnessError(f"{path}: price for {key[:80]!r} needs numbers input and output from 0 to "
+                                   f"{MAX_PRICE:,.0f} (USD per 1M tokens)")
             if (batch[0] is None) != (batch[1] is None) or not all(x is None or _rate(x) for x in batch):
-                raise HarnessError(f"{path}: price for {key!r}: give both batch_input and batch_output "
-                                   "(non-negative numbers), or neither (then the batch tier is half the price)")
+                raise HarnessError(f"{path}: price for {key[:80]!r}: give both batch_input and batch_output "
+                                   f"(numbers from 0 to {MAX_PRICE:,.0f}), or neither (then the batch tier is half "
+                                   "the price)")
             prices[key] = Price(float(pair[0]), float(pair[1]), key, str(path),
                                 *(None if x is None else float(x) for x in batch))
-        date = str(data.get("date", self.date))
+        date = data.get("date", self.date)
+        if not isinstance(date, str) or len(date) > 40:
+            raise HarnessError(f"{path}: 'date' must be a short text such as \"2026-01-15\"")
         return PriceTable(prices, date, [*self.sources, str(path)])
 
     def lookup(self, provider: str, model: str) -> Price | None:
@@ -173,19 +187,52 @@ class PriceTable:
 
 
 def _rate(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and x >= 0
+    """A price: a finite number from 0 to :data:`MAX_PRICE` (``1e400`` reads as inf: refused)."""
+    return isinstance(x, int | float) and not isinstance(x, bool) and 0 <= x <= MAX_PRICE and x == x
 
 
 def _read(path: Path) -> dict[str, Any]:
+    """The file's table, read with bounded work: a regular file (not a FIFO or ``/dev/zero``) of at
+    most :data:`MAX_PRICES_BYTES`, UTF-8, nested at most :data:`MAX_PRICES_DEPTH` deep."""
+    import stat
+
     try:
-        text = path.read_text(encoding="utf-8")
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise HarnessError(f"prices file {path} is not a regular file")
+        if st.st_size > MAX_PRICES_BYTES:
+            raise HarnessError(f"prices file {path} is {st.st_size:,} bytes; at most {MAX_PRICES_BYTES:,} are read")
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_PRICES_BYTES + 1)
     except OSError as exc:
         raise HarnessError(f"cannot read prices file {path}: {exc.strerror or exc}") from exc
+    if len(raw) > MAX_PRICES_BYTES:  # grew since stat
+        raise HarnessError(f"prices file {path} is over {MAX_PRICES_BYTES:,} bytes")
+    kind = "TOML" if path.suffix.lower() == ".toml" else "JSON"
     try:
-        data = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
-    except (ValueError, tomllib.TOMLDecodeError) as exc:
-        kind = "TOML" if path.suffix.lower() == ".toml" else "JSON"
-        raise HarnessError(f"{path}: not valid {kind}: {exc}") from exc
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HarnessError(f"{path}: not a {kind} prices file (not UTF-8 text at byte {exc.start})") from None
+    if _depth(text) > MAX_PRICES_DEPTH:
+        raise HarnessError(f"{path}: nested more than {MAX_PRICES_DEPTH} levels deep; a prices file is "
+                           "a table of model -> {input, output}")
+    try:
+        data = tomllib.loads(text) if kind == "TOML" else json.loads(text)
+    except (ValueError, RecursionError, tomllib.TOMLDecodeError) as exc:
+        raise HarnessError(f"{path}: not valid {kind}: {str(exc)[:200]}") from None
     if not isinstance(data, dict):
         raise HarnessError(f"{path}: expected a table of prices")
     return data
+
+
+def _depth(text: str) -> int:
+    """An upper bound of the bracket nesting of ``text`` (brackets inside strings counted too), in
+    linear time, so that a parser never recurses deeper than :data:`MAX_PRICES_DEPTH`."""
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return deepest

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from harness.llm.errors import ConnectionFailed, LLMError
+from harness.runtime.numbers import MAX_SECONDS, finite_number
 
 T = TypeVar("T")
 #: an attempt is not started with less than this many seconds of the budget left
@@ -41,8 +42,8 @@ class RetryPolicy:
     def __post_init__(self) -> None:
         if self.max_attempts < 1 or self.connect_attempts < 1:
             raise ValueError("max_attempts and connect_attempts must be >= 1")
-        if self.budget is not None and self.budget <= 0:
-            raise ValueError(f"budget must be > 0 seconds, got {self.budget}")
+        if self.budget is not None:  # finite: NaN passes every comparison
+            finite_number(self.budget, "budget (seconds)", low=0.0, high=MAX_SECONDS, low_open=True)
 
     @classmethod
     def fast(cls, max_attempts: int = 6, budget: float | None = 120.0) -> RetryPolicy:

@@ -113,8 +113,9 @@ class LLMSession:
             kwargs.setdefault("cache_dir", self.settings.cache_dir)
         try:
             return component.factory(**kwargs)
-        except TypeError as exc:
-            raise HarnessError(f"LLM {spec}: bad arguments for provider {spec.provider!r}: {exc}") from exc
+        except (TypeError, ValueError) as exc:  # an unknown argument, a timeout of nan, ...
+            raise HarnessError(f"LLM {redact_url(str(spec))}: bad arguments for provider {spec.provider!r}: "
+                               f"{exc}") from exc
 
     def prices(self, path: str | None = None) -> PriceTable:
         path = path if path is not None else self.settings.prices
@@ -271,6 +272,13 @@ class LLMSession:
         members = [self.endpoint(p, max_concurrency) for p in providers]
         replicas = ReplicaSet(providers, members, retry_after=self.settings.replica_retry)
         return replicas, self.endpoint(replicas, max_concurrency * len(members), members)
+
+    def add_client(self, client: Any) -> None:
+        """Count another kind of client (an :class:`~harness.llm.embeddings.EmbeddingClient`, a rerank
+        client: anything with ``usage``) in this session's usage, so the failure policy sees its failures."""
+        with self._lock:
+            if client not in self._all:
+                self._all.append(client)
 
     @property
     def clients(self) -> list[Client]:

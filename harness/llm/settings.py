@@ -10,6 +10,7 @@ from typing import Any
 
 from harness.llm.endpoint import DEFAULT_MAX_CONSECUTIVE_FAILURES, DEFAULT_REPLICA_RETRY_S
 from harness.llm.retry import RetryPolicy
+from harness.runtime.numbers import MAX_SECONDS, finite_number
 
 DEFAULT_MAX_CONCURRENCY = 8
 #: how requests a batch did not process are sent again (once)
@@ -62,6 +63,10 @@ class LLMSettings:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
         if self.replica_retry < 0:
             raise ValueError(f"replica_retry must be >= 0 seconds, got {self.replica_retry}")
+        for name, low in (("timeout", 0.0), ("connect_timeout", 0.0), ("batch_poll", 0.0), ("replica_retry", None)):
+            value = getattr(self, name)
+            if value is not None:  # finite: NaN passes every comparison above
+                finite_number(value, f"{name} (seconds)", low=low, high=MAX_SECONDS, low_open=low is not None)
 
     def merged(self, **changes: Any) -> LLMSettings:
         """A copy with ``changes`` applied; ``None`` values are ignored (options that were not given
@@ -84,9 +89,12 @@ class LLMSettings:
             if not raw:
                 return None
             try:
-                return kind(raw)
+                value = kind(raw)
             except ValueError:
                 raise ValueError(f"${name} must be a number, got {raw!r}") from None
+            if kind is float:  # nan, inf: refused here, naming the variable
+                finite_number(value, f"${name}", high=MAX_SECONDS)
+            return value
 
         base = cls().merged(llm=env.get("HARNESS_LLM") or None, max_concurrency=number("HARNESS_MAX_CONCURRENCY", int),
                             prices=env.get("HARNESS_PRICES") or None, timeout=number("HARNESS_LLM_TIMEOUT"),

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from harness.concepts.errors import HarnessError
 from harness.llm.types import ChatOptions
@@ -135,16 +135,33 @@ def replica_urls(text: str, provider: str, value: Any) -> tuple[str, ...]:
     if not value:
         raise HarnessError(f"LLM spec {shown!r}: base_url=[] names no server; give one or more, e.g. "
                            'base_url=["http://h1:8000/v1","http://h2:8000/v1"]')
-    urls: list[str] = []
+    urls: dict[str, str] = {}  # normalised -> as given
     for item in value:
         if not isinstance(item, str) or not _is_http_url(item):
             raise HarnessError(f"LLM spec {shown!r}: replica {redact_url(str(item))!r} is not an http(s) URL "
                                "(expected e.g. http://HOST:8000/v1)")
         url = item.strip().rstrip("/")
-        if url in urls:
-            raise HarnessError(f"LLM spec {shown!r}: replica {redact_url(url)!r} is listed twice")
-        urls.append(url)
-    return tuple(urls)
+        same = urls.get(normalize_url(url))
+        if same is not None:
+            twice = repr(redact_url(url)) + ("" if same == url else f" (the same server as {redact_url(same)!r})")
+            raise HarnessError(f"LLM spec {shown!r}: replica {twice} is listed twice")
+        urls[normalize_url(url)] = url
+    return tuple(urls.values())
+
+
+def normalize_url(url: str) -> str:
+    """``url`` as a server is compared: scheme and host lower-case, the scheme's default port dropped,
+    no trailing slash (``HTTP://H:80/v1/`` is ``http://h/v1``); the path keeps its case."""
+    parts = urlsplit(url.strip())
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+    port = parts.port
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    user = parts.netloc.rpartition("@")[0]
+    netloc = (f"{user}@" if user else "") + host
+    if port is not None and port != {"http": 80, "https": 443}.get(scheme):
+        netloc += f":{port}"
+    return urlunsplit((scheme, netloc, parts.path.rstrip("/"), parts.query, ""))
 
 
 def _is_http_url(text: str) -> bool:

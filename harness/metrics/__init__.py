@@ -13,6 +13,13 @@ _EXPORTS = {
     # standard measures
     "StandardMetric": "harness.metrics.standard",
     "parse_measure": "harness.metrics.standard",
+    # instruction following (FollowIR, InfoSearch, InstructIR)
+    "p_mrr": "harness.metrics.pmrr",
+    "pmrr_doc": "harness.metrics.pmrr",
+    "tie_ranks": "harness.metrics.pmrr",
+    "Robustness": "harness.metrics.robust",
+    "robustness": "harness.metrics.robust",
+    "id_group": "harness.metrics.robust",
     # metric names
     "resolve_metrics": "harness.metrics.resolve",
     "MAX_CUTOFF": "harness.metrics.names",
@@ -20,7 +27,9 @@ _EXPORTS = {
 
 if TYPE_CHECKING:  # pragma: no cover
     from harness.metrics.names import MAX_CUTOFF  # noqa: F401
+    from harness.metrics.pmrr import p_mrr, pmrr_doc, tie_ranks  # noqa: F401
     from harness.metrics.resolve import resolve_metrics  # noqa: F401
+    from harness.metrics.robust import Robustness, id_group, robustness  # noqa: F401
     from harness.metrics.standard import StandardMetric, parse_measure  # noqa: F401
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -7,6 +7,7 @@ import re
 from harness.concepts.errors import HarnessError
 
 MAX_CUTOFF = 1_000_000  # the largest k accepted in ``metric@k`` or ``cutoff=k``
+MAX_NAME_CHARS = 200  # the longest metric name accepted
 _INT = re.compile(r"[+-]?[0-9]{1,18}")
 
 # harness name -> (ir-measures name, description)

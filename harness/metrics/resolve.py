@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from harness.concepts.errors import HarnessError, UnknownComponentError
-from harness.metrics.names import STANDARD_ALIASES, check_cutoff
+from harness.metrics.names import MAX_NAME_CHARS, STANDARD_ALIASES, check_cutoff
 from harness.plugins.component_spec import parse_spec
 from harness.plugins.registry import Registry
 
@@ -43,6 +43,17 @@ def _is_standard(name: str) -> bool:
     return True
 
 
+def check_names(names: list[str]) -> None:
+    """Every name is a non-empty text of at most :data:`~.names.MAX_NAME_CHARS` characters (``-m ''``
+    is an error, not an empty table)."""
+    for name in names:
+        if not isinstance(name, str) or not name.strip():
+            raise HarnessError(f"empty metric name {name!r}: name a metric, e.g. -m nDCG@10")
+        if len(name) > MAX_NAME_CHARS:
+            raise HarnessError(f"metric name {name[:40]!r}... is {len(name):,} characters long; at most "
+                               f"{MAX_NAME_CHARS} are allowed")
+
+
 def resolve_metrics(registry: Registry, names: list[str]) -> list[Any]:
     """Resolve each name: a registered metric (``WISE``; ``p-recall@10`` is family ``p-recall`` with
     ``cutoff=10``), else a standard measure (``nDCG@10``, ``MRR@10``, any ir-measures syntax).
@@ -52,7 +63,8 @@ def resolve_metrics(registry: Registry, names: list[str]) -> list[Any]:
 
     out: list[Any] = []
     standard: StandardMetric | None = None
-    for text in dict.fromkeys(n.strip() for n in names if n.strip()):
+    check_names(names)
+    for text in dict.fromkeys(n.strip() for n in names):
         found = _registered(registry, text)
         if found is not None:
             comp, kwargs = found

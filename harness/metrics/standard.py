@@ -33,11 +33,20 @@ def parse_measure(name: str, check: bool = True) -> Any:
 
     try:
         measure = ir_measures.parse_measure(to_ir_measures(name))
-    except (ValueError, NameError, SyntaxError, TypeError, AttributeError, RecursionError) as exc:
+    except (ValueError, NameError, SyntaxError, TypeError, AttributeError, RecursionError, AssertionError) as exc:
         raise HarnessError(f"not a standard measure: {name[:80]!r} ({str(exc)[:200]})") from exc
     cutoff = dict(measure.params).get("cutoff")
     if check and cutoff is not None:
         check_cutoff(name, cutoff)
+    if check:  # the parameters' types (rel=1.5 is refused here, not as an AssertionError while computing)
+        try:
+            measure.validate_params()
+        except (AssertionError, ValueError, TypeError) as exc:
+            raise HarnessError(f"metric {name[:80]!r}: {str(exc)[:200] or 'invalid parameters'}") from None
+        gains = dict(measure.params).get("gains")
+        if gains is not None and not all(type(k) is int and type(v) is int for k, v in gains.items()):
+            raise HarnessError(f"metric {name[:80]!r}: gains map whole relevance grades to whole gains, e.g. "
+                               "gains={0:0,1:1,2:3} (pytrec_eval computes with integers)")
     return measure
 
 

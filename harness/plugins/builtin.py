@@ -22,6 +22,8 @@ def register_datasets(register):
              "NovelEval-2306: corpus.tsv, queries.tsv, qrels.txt; 20 candidates per query")
     register("scifact", lazy("harness.data.datasets:load_scifact_dataset"),
              "SciFact: AllenAI CSV corpus release + BEIR test topics and qrels")
+    register("mteb", lazy("harness.data.mteb:load_mteb_dataset"),
+             "Any MTEB-layout retrieval dataset on the Hub: repo=OWNER/NAME,revision=FULL_COMMIT[,split,subset]")
     register("demo", lazy("harness.data.datasets:load_demo_dataset"),
              "Small packaged demo with instructions (works offline, no download)")
 
@@ -62,12 +64,28 @@ def register_retrievers(register):
              "sentence-transformers bi-encoder; default all-MiniLM-L6-v2 (packaged weights); presets")
     register("candidates", lazy("harness.retrievers.candidates:CandidatesRetriever"),
              "The dataset's given candidate lists (re-ranking setting)")
+    register("openai-embeddings", lazy("harness.apimodels.embeddings:OpenAIEmbeddingsRetriever"),
+             "Any /v1/embeddings API (OpenAI text-embedding-3-*, vLLM, TEI, Ollama, llama.cpp) through the LLM layer")
 
 
 @hookimpl
 def register_rerankers(register):
     register("dense", lazy("harness.retrievers.dense.retriever:DenseReranker"),
              "Re-score each candidate list with a sentence-transformers bi-encoder")
+    register("cross-encoder", lazy("harness.rerankers.cross_encoder:CrossEncoderReranker"),
+             "sentence-transformers CrossEncoder (ms-marco MiniLM, mMARCO, bge-reranker); preset=monobert")
+    register("monot5", lazy("harness.rerankers.monot5:MonoT5Reranker"),
+             "monoT5 as pygaggle runs it: log-softmax over true/false at the first decoding step")
+    register("tart", lazy("harness.rerankers.tart:TartReranker"),
+             "TART-full (facebook/tart-full-flan-t5-xl): '{instruction} [SEP] {query}' + document, P(positive label)")
+    register("rankllama", lazy("harness.rerankers.rankllama:RankLlamaReranker"),
+             "RankLLaMA (castorini/rankllama-v1-7b-lora-passage): LoRA via peft, logit of the last token")
+    register("true-false", lazy("harness.rerankers.true_false:true_false"),
+             "InfoSearch's pointwise LLM rerankers (template=llama|mistral|followir): P(true); llm= or model=")
+    register("openai-embeddings", lazy("harness.apimodels.embeddings:OpenAIEmbeddingsReranker"),
+             "Re-score each candidate list by similarity through a /v1/embeddings API")
+    register("rerank-api", lazy("harness.apimodels.rerank:RerankAPIReranker"),
+             "A Cohere-style rerank API (Cohere, Jina, Voyage, TEI, vLLM, llama.cpp --reranking, Infinity)")
 
 
 @hookimpl

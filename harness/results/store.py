@@ -18,13 +18,15 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.concepts.errors import HarnessError
 from harness.concepts.uncertainty import Uncertainty
+from harness.results import folder as files_in
 from harness.runtime.redact import redact_url
 
 if TYPE_CHECKING:
@@ -223,9 +225,40 @@ def _check_uncertainty(where: str, value: Any) -> None:
             raise HarnessError(f"{where}: uncertainty[{name!r}]: {exc}") from None
 
 
+def _check_text(where: str, field: str, value: Any) -> None:
+    if value is not None and not isinstance(value, str):
+        raise HarnessError(f"{where}: {field} must be text, not {type(value).__name__} {_short(value)}")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_components(where: str, comps: Any) -> None:
+    """components: role -> an object (or a list of objects, e.g. rerankers) whose spec/name are text."""
+    for role, c in (comps or {}).items():
+        for i, item in enumerate(c if isinstance(c, list) else [c]):
+            field = f"components[{role!r}]" + (f"[{i}]" if isinstance(c, list) else "")
+            if item is None:
+                continue
+            if not isinstance(item, dict):
+                raise HarnessError(f"{where}: {field} must be an object, not {type(item).__name__}")
+            for key in ("spec", "name"):
+                _check_text(where, f"{field}[{key!r}]", item.get(key))
+            if item.get("stats") is not None and not isinstance(item["stats"], dict):
+                raise HarnessError(f"{where}: {field}['stats'] must be an object")
+
+
+def _check_files(where: str, value: Any) -> None:
+    for key, name in (value or {}).items():
+        files_in.relative_name(name, where, f"files[{key!r}]")
+
+
 def validate(data: Any, where: str = "results.json") -> None:
     """Check a results.json object (current schema) field by field; :class:`HarnessError` names the
-    first problem."""
+    first problem. File names (``files``, a suite's ``tasks[...]["results"]``) must be relative and
+    stay inside the folder (see :mod:`harness.results.folder`)."""
     if not isinstance(data, dict):
         raise HarnessError(f"{where}: a results.json holds a JSON object, not {type(data).__name__}")
     if data.get("schema_version") != SCHEMA_VERSION:
@@ -233,9 +266,15 @@ def validate(data: Any, where: str = "results.json") -> None:
     _check_numbers(where, "metrics", data.get("metrics", {}))
     _check_uncertainty(where, data.get("uncertainty", {}))
     _check_numbers(where, "metric_details", data.get("metric_details", {}))
-    for key in ("task", "components", "files", "usage", "timings"):
+    for key in ("task", "components", "files", "usage", "timings", "metric_notes"):
         if key in data and data[key] is not None and not isinstance(data[key], dict):
             raise HarnessError(f"{where}: {key!r} must be an object")
+    _check_text(where, "task['name']", (data.get("task") or {}).get("name"))
+    _check_components(where, data.get("components"))
+    _check_files(where, data.get("files"))
+    total = (data.get("usage") or {}).get("total")
+    if total is not None and not isinstance(total, dict):
+        raise HarnessError(f"{where}: usage['total'] must be an object")
     if "tasks" in data:
         if not isinstance(data["tasks"], dict):
             raise HarnessError(f"{where}: a suite's 'tasks' must be an object of task -> entry")
@@ -246,8 +285,8 @@ def validate(data: Any, where: str = "results.json") -> None:
             _check_numbers(w, "metrics", entry.get("metrics", {}))
             _check_uncertainty(w, entry.get("uncertainty", {}))
             _check_numbers(w, "metric_details", entry.get("metric_details", {}))
-            if "results" in entry and not isinstance(entry["results"], str):
-                raise HarnessError(f"{w}: 'results' must be a path relative to the suite's folder")
+            if entry.get("results") is not None:
+                files_in.relative_name(entry["results"], where, f"tasks[{name!r}]['results']")
 
 
 def _number(v: Any) -> float | None:
@@ -277,15 +316,16 @@ class StoredResults:
     def task_name(self) -> str:
         return (self.data.get("task") or {}).get("name") or self.folder.name
 
-    @property
+    # the typed views are built once per read (a report looks each metric up, never rebuilds them)
+    @cached_property
     def metrics(self) -> dict[str, float | None]:
         return {k: _number(v) for k, v in (self.data.get("metrics") or {}).items()}
 
-    @property
+    @cached_property
     def uncertainty(self) -> dict[str, Uncertainty]:
         return {k: Uncertainty.from_dict(v) for k, v in (self.data.get("uncertainty") or {}).items()}
 
-    @property
+    @cached_property
     def metric_details(self) -> dict[str, float | None]:
         return {k: _number(v) for k, v in (self.data.get("metric_details") or {}).items()}
 
@@ -306,11 +346,23 @@ class StoredResults:
                 out[key[4:-1]] = self.folder / name
         return out
 
+    def check_files(self) -> None:
+        """Every file ``files`` names that exists lies inside the folder, is a regular file and is
+        within its size bound (:mod:`harness.results.folder`); nothing is opened."""
+        for key, name in (self.data.get("files") or {}).items():
+            files_in.check_inside(self.folder, self.folder / name, str(self.path), f"files[{key!r}]",
+                                  must_exist=False)
+
+    def lines(self, path: Path, field: str) -> Iterator[tuple[int, str]]:
+        """The lines of a file of this folder (``path`` from :meth:`run_files`), read inside it."""
+        return files_in.iter_lines(self.folder, path, str(self.path), field)
+
     def read_per_query(self) -> dict[str, dict[str, float | None]]:
-        """qid -> name -> value from ``per_query.jsonl`` (empty when the file is absent); values that
-        are not numbers read as None, and a version-1 file's non-metric names are left out."""
+        """qid -> name -> value from ``per_query.jsonl`` (a missing file, a row without a query id or
+        a query id twice is an error); values that are not numbers read as None, and a version-1
+        file's non-metric names are left out."""
         name = (self.data.get("files") or {}).get("per_query", "per_query.jsonl")
-        rows = read_per_query(self.folder / name)
+        rows = read_per_query(self.folder / name, self.folder, str(self.path), "files['per_query']")
         if self.source_version < 2:
             rows = {q: {k: v for k, v in row.items() if v1_non_metric(k) is None} for q, row in rows.items()}
         return rows
@@ -326,9 +378,9 @@ class StoredResults:
         """A suite's members read (each a :class:`StoredResults`); missing ones are an error."""
         out = {}
         for task, path in self.member_paths().items():
-            if not path.exists():
-                raise HarnessError(f"{self.folder}: suite member {task!r} has no {path.relative_to(self.folder)}")
-            out[task] = read_results(path)
+            files_in.check_inside(self.folder, path, str(self.path), f"tasks[{task!r}]['results']",
+                                  files_in.MAX_RESULTS_JSON)
+            out[task] = _read(path, self.folder)
         return out
 
 
@@ -336,18 +388,24 @@ def read_results(path: str | Path) -> StoredResults:
     """Read and validate a results.json (or the folder holding one), converting older schema versions.
 
     Raises :class:`HarnessError` when the file is missing, not JSON, invalid, or written by a newer
-    schema than this harness knows."""
+    schema than this harness knows. The folder is untrusted: ``results.json`` and every file it names
+    must lie inside it, be regular files and stay within the size bounds of
+    :mod:`harness.results.folder`."""
     p = Path(path)
-    if p.is_dir() or not p.name.endswith(".json"):
+    given_file = p.name.endswith(".json") and not p.is_dir()
+    if not given_file:
         p = p / "results.json"
-    if not p.is_file():
+    if not (p.exists() or p.is_symlink()):
         raise HarnessError(f"{path}: no results.json (give a folder written by `harness eval -o`)")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise HarnessError(f"{p}: not JSON ({exc.msg}, line {exc.lineno})") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HarnessError(f"{p}: cannot read ({exc})") from None
+    # a results.json found in a folder must stay inside it; a file the user names is theirs
+    return _read(p, p.parent, inside=not given_file)
+
+
+def _read(p: Path, root: Path, inside: bool = True) -> StoredResults:
+    where = str(p)
+    if not inside:
+        root = Path(os.path.realpath(p)).parent
+    data = files_in.loads(files_in.read_bytes(root, p, where, "results.json", files_in.MAX_RESULTS_JSON), where)
     if not isinstance(data, dict):
         raise HarnessError(f"{p}: a results.json holds a JSON object, not {type(data).__name__}")
     version = data.get("schema_version", 1)
@@ -363,25 +421,41 @@ def read_results(path: str | Path) -> StoredResults:
     except (TypeError, ValueError) as exc:
         raise HarnessError(f"{p}: cannot read schema_version {version}: {exc}") from None
     validate(upgraded, str(p))
-    return StoredResults(p, upgraded, version)
+    for entry in [upgraded, *(upgraded.get("tasks") or {}).values()]:  # the fields every reader may index
+        for key in ("metrics", "uncertainty", "metric_details"):
+            if entry.get(key) is None:
+                entry[key] = {}
+    stored = StoredResults(p, upgraded, version)
+    stored.check_files()
+    return stored
 
 
-def read_per_query(path: str | Path) -> dict[str, dict[str, float | None]]:
-    """``per_query.jsonl``: qid -> name -> value (non-numbers read as None); {} when absent."""
+def read_per_query(path: str | Path, root: str | Path | None = None, where: str | None = None,
+                   field: str = "per_query.jsonl") -> dict[str, dict[str, float | None]]:
+    """``per_query.jsonl``: qid -> name -> value (non-numbers read as None), read inside ``root``
+    (default: the file's folder) under the rules of :mod:`harness.results.folder`. A missing or empty
+    file, a row that is not an object with a text ``query_id``, or a query id on two rows is an error
+    naming the file and line (``where`` and ``field``: the results.json and field that name it)."""
     p = Path(path)
+    where = where or str(p)
     rows: dict[str, dict[str, float | None]] = {}
-    if not p.exists():
-        return rows
-    with open(p, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise HarnessError(f"{p}:{lineno}: not JSON ({exc.msg})") from None
-            if not isinstance(row, dict) or "query_id" not in row:
-                raise HarnessError(f"{p}:{lineno}: a per-query row is an object with a query_id")
-            qid = str(row.pop("query_id"))
-            rows[qid] = {k: _number(v) for k, v in row.items()}
+    first: dict[str, int] = {}
+    dec = files_in.decoder()
+    for lineno, line in files_in.iter_lines(p.parent if root is None else root, p, where, field):
+        if not line.strip():
+            continue
+        row = files_in.loads(line, f"{p}:{lineno}", dec, nested=False)  # nested values read as None
+        qid = row.pop("query_id", None) if isinstance(row, dict) else None
+        if isinstance(qid, int) and not isinstance(qid, bool):
+            qid = str(qid)
+        if not isinstance(qid, str):
+            raise HarnessError(f"{p}:{lineno}: a per-query row is an object with a query_id (text), "
+                               f"not {_short(qid if isinstance(row, dict) else row)}")
+        if qid in first:
+            raise HarnessError(f"{p}:{lineno}: query_id {qid!r} appears twice (first on line {first[qid]}); "
+                               "each query has one row")
+        first[qid] = lineno
+        rows[qid] = {k: _number(v) for k, v in row.items()}
+    if not rows:
+        raise HarnessError(f"{p}: holds no per-query row")
     return rows

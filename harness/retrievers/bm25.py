@@ -1,29 +1,39 @@
 """BM25Okapi on a sparse index, with scores identical to ``rank_bm25.BM25Okapi.get_scores``.
 
 At index time every (term, document) pair gets its BM25 weight
-``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))``, stored in a term-by-document CSR
-matrix; a query's scores are the sum of its tokens' rows. The idf is rank_bm25's
+``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))``, stored term by term (a CSR matrix
+of terms by documents); a query's scores are the sum of its tokens' rows. The idf is rank_bm25's
 ``log((N - n + 0.5) / (n + 0.5))`` computed as ``log(N - n + 0.5) - log(n + 0.5)``, with negative
 idfs replaced by ``epsilon * average_idf``. Each occurrence of a repeated query token counts;
 unknown tokens add nothing. The arithmetic follows rank_bm25 operation for operation (same idf
 summation order, same per-token accumulation order), so scores match it bit for bit in practice.
 One deliberate difference: an empty document scores 0 where rank_bm25 gets 0/0 (NaN) with b=1.
+
+The top k come from the documents the query touches (:mod:`harness.retrievers.bm25_topk`), not from
+a partition of every score. ``index=FOLDER`` searches an index saved by ``harness index build -r
+bm25`` (:mod:`harness.retrievers.bm25_index`), memory-mapped, instead of tokenizing the corpus.
 """
 
 from __future__ import annotations
 
 import math
-from array import array
+import time
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from harness.concepts.document import Document
 from harness.concepts.errors import HarnessError
 from harness.concepts.run import Run
+from harness.retrievers import bm25_index as disk
+from harness.retrievers.bm25_postings import build_postings
+from harness.retrievers.bm25_topk import top_k_full, top_k_touched
 from harness.retrievers.tokenize import Tokenizer
+
+#: the parameters' defaults (with ``index=``, a parameter left at its default takes the index's value)
+DEFAULTS: dict[str, Any] = {"k1": 1.5, "b": 0.75, "epsilon": 0.25, "stopwords": "english", "stemmer": "porter"}
 
 
 def _number(name: str, value: Any, low: float | None = None) -> float:
@@ -37,14 +47,6 @@ def _number(name: str, value: Any, low: float | None = None) -> float:
     return out
 
 
-class _Vocabulary(dict):
-    """token -> id; looking up a new token assigns it the next id."""
-
-    def __missing__(self, token: str) -> int:
-        self[token] = n = len(self)
-        return n
-
-
 class BM25Retriever:
     """BM25Okapi first-stage retriever (rank_bm25's scoring) over ``doc.full_text()``.
 
@@ -53,6 +55,10 @@ class BM25Retriever:
     "porter"). The default analyzer (Lucene's 33 English stopwords + Porter stemming) is the one
     pyserini/BEIR BM25 use; ``stopwords=none,stemmer=none`` gives plain lowercase word tokens.
     Ties are broken as trec_eval does: higher doc id first.
+
+    ``index=FOLDER`` searches an index built by ``harness index build -r bm25``: the parameters come
+    from its manifest (one given that differs from it is an error), and :meth:`index` only checks
+    that the corpus is the one the index was built from.
     """
 
     def __init__(
@@ -62,7 +68,14 @@ class BM25Retriever:
         epsilon: float = 0.25,
         stopwords: str | Iterable[str] | None = "english",
         stemmer: str | None = "porter",
+        index: str | None = None,
     ):
+        self._store: disk.BM25Index | None = None
+        if index is not None:
+            self._store = disk.open_index(index)
+            k1, b, epsilon, stopwords, stemmer = _from_manifest(
+                self._store.manifest, {"k1": k1, "b": b, "epsilon": epsilon, "stopwords": stopwords,
+                                       "stemmer": stemmer})
         self.k1 = _number("k1", k1, 0.0)
         self.b = _number("b", b, 0.0)
         if self.b > 1.0:
@@ -71,28 +84,54 @@ class BM25Retriever:
         self.tokenizer = Tokenizer(stopwords=stopwords, stemmer=stemmer)
         self._doc_ids: list[str] = []
         self._vocab: dict[str, int] = {}
-        self._matrix: sp.csr_matrix | None = None
-        self._idf = np.zeros(0)
-        self._id_rank = np.zeros(0, dtype=np.int64)
+        self._arrays: dict[str, np.ndarray] = {}
+        self._nonnegative = False
+        self._by_rank_desc: np.ndarray | None = None
+        self._matrix: Any = None
         self.avgdl = 0.0
         self.average_idf = 0.0
+        self._postings: Any = None
+        if self._store is not None:
+            self._attach_store(self._store)
+
+    def _attach_store(self, store: disk.BM25Index) -> None:
+        m = store.manifest
+        self._doc_ids = store.ids
+        self._vocab = {t: i for i, t in enumerate(store.terms)}
+        self._arrays = {name: getattr(store, name).view(np.ndarray) for name in disk.ARRAYS}
+        self._nonnegative = store.nonnegative
+        self.avgdl, self.average_idf = float(m["avgdl"]), float(m["average_idf"])
 
     # -- configuration -------------------------------------------------------------------------
 
     def config(self) -> dict[str, Any]:
         """Parameters, for results.json."""
-        return {"k1": self.k1, "b": self.b, "epsilon": self.epsilon, **self.tokenizer.config()}
+        out = {"k1": self.k1, "b": self.b, "epsilon": self.epsilon, **self.tokenizer.config()}
+        if self._store is not None:
+            m = self._store.manifest
+            out["index"] = {"folder": str(self._store.folder), "corpus_sha256": m["corpus_sha256"],
+                            "documents": m["documents"], "source": m["source"]}
+        return out
 
     @property
     def doc_ids(self) -> list[str]:
         """Indexed doc ids, in index (score-vector) order."""
         return list(self._doc_ids)
 
-    @property
-    def matrix(self) -> sp.csr_matrix:
-        """The term-by-document matrix of BM25 weights (rows: ``vocabulary`` ids)."""
-        if self._matrix is None:
+    def _need(self) -> dict[str, np.ndarray]:
+        if not self._arrays:
             raise HarnessError("bm25: index() a corpus before searching")
+        return self._arrays
+
+    @property
+    def matrix(self) -> Any:
+        """The term-by-document ``scipy.sparse.csr_matrix`` of BM25 weights (rows: ``vocabulary`` ids)."""
+        a = self._need()
+        if self._matrix is None:
+            import scipy.sparse as sp
+
+            self._matrix = sp.csr_matrix((a["weights"], a["docs"], a["offsets"]),
+                                         shape=(a["offsets"].size - 1, a["rank"].size), copy=False)
         return self._matrix
 
     @property
@@ -103,126 +142,88 @@ class BM25Retriever:
     @property
     def idf(self) -> dict[str, float]:
         """Token -> idf after the epsilon floor (rank_bm25's ``BM25Okapi.idf``)."""
-        return dict(zip(self._vocab, self._idf.tolist(), strict=True))
+        return dict(zip(self._vocab, self._arrays["idf"].tolist(), strict=True)) if self._arrays else {}
 
     # -- indexing ------------------------------------------------------------------------------
 
     def index(self, corpus: Mapping[str, Document]) -> None:
-        """Tokenize ``doc.full_text()`` of every document and build the weight matrix."""
+        """Tokenize ``doc.full_text()`` of every document and compute the weights; with ``index=``,
+        check that ``corpus`` is the one the index was built from instead."""
+        if self._store is not None:
+            _check_corpus(self._store, corpus)
+            return
         if not corpus:
             raise HarnessError("bm25: the corpus is empty; there is nothing to index")
-        tokenize = self.tokenizer
-        vocab = _Vocabulary()
-        lookup = vocab.__getitem__  # assigns the next id to a new token (first-occurrence order)
-        term_ids = array("q")
-        lens = array("q")
-        for doc in corpus.values():
-            toks = tokenize(doc.full_text())
-            lens.append(len(toks))
-            term_ids.extend(map(lookup, toks))
-        self._build(list(map(str, corpus)), dict(vocab), np.frombuffer(term_ids, dtype=np.int64),
-                    np.frombuffer(lens, dtype=np.int64))
+        p = build_postings((doc.full_text() for doc in corpus.values()), self.tokenizer,
+                           self.k1, self.b, self.epsilon)
+        ids = [str(d) for d in corpus]
+        order = sorted(range(len(ids)), key=ids.__getitem__)
+        rank = np.empty(len(ids), dtype=np.int32)
+        rank[order] = np.arange(len(ids), dtype=np.int32)
+        self._doc_ids = ids
+        self._vocab = {t: i for i, t in enumerate(p.terms)}
+        self._arrays = {"weights": p.weights, "docs": p.docs, "offsets": p.offsets, "idf": p.idf, "rank": rank}
+        self._nonnegative = not p.weights.size or float(p.weights.min()) >= 0.0
+        self._by_rank_desc = self._matrix = None
+        self.avgdl, self.average_idf = p.avgdl, p.average_idf
+        self._postings = (p.terms, corpus)
 
-    def _build(
-        self, doc_ids: Sequence[str], vocab: dict[str, int], term_ids: np.ndarray, lens: np.ndarray
-    ) -> None:
-        """Build from tokens already mapped to ids: ``vocab`` token -> id assigned in order of first
-        occurrence, ``term_ids`` all documents' token ids concatenated, ``lens`` tokens per doc."""
-        n_docs, n_terms = len(doc_ids), len(vocab)
-        total = int(lens.sum())
-        if n_docs == 0:
-            raise HarnessError("bm25: the corpus is empty; there is nothing to index")
-        if total == 0:
-            raise HarnessError(
-                f"bm25: none of the {n_docs} documents has a token after tokenization "
-                f"({self.tokenizer.config()}); there is nothing to index"
-            )
-        doc_len = lens.astype(np.int64, copy=False)
-        index_dtype = np.int32 if max(n_docs, n_terms, total) < 2**31 else np.int64
-        doc_ptr = np.zeros(n_docs + 1, dtype=index_dtype)
-        np.cumsum(doc_len, out=doc_ptr[1:])
-        terms = term_ids.astype(index_dtype)
-        # Doc-by-term counts with repeated entries; CSC conversion (a linear counting sort) groups
-        # them by term with doc ids ascending, and summing duplicates gives tf.
-        counts = sp.csr_matrix(
-            (np.ones(total, dtype=np.int64), terms, doc_ptr), shape=(n_docs, n_terms), copy=False
-        ).tocsc()
-        counts.sum_duplicates()
-        indptr, cols, tf = counts.indptr, counts.indices, counts.data
-        df = np.diff(indptr)
-        rows = np.repeat(np.arange(n_terms, dtype=index_dtype), df)
-
-        # rank_bm25's _calc_idf, same operations in the same (first-occurrence) order.
-        idf = [0.0] * n_terms
-        idf_sum = 0.0
-        negative: list[int] = []
-        for t, freq in enumerate(df.tolist()):
-            v = math.log(n_docs - freq + 0.5) - math.log(freq + 0.5)
-            idf[t] = v
-            idf_sum += v
-            if v < 0:
-                negative.append(t)
-        average_idf = idf_sum / n_terms
-        eps = self.epsilon * average_idf
-        for t in negative:
-            idf[t] = eps
-        idf_arr = np.asarray(idf, dtype=np.float64)
-
-        # rank_bm25's get_scores term, element for element (the length norm computed once per doc).
-        k1, b = self.k1, self.b
-        avgdl = total / n_docs
-        norm = k1 * (1 - b + b * doc_len / avgdl)
-        weights = tf * (k1 + 1)
-        weights /= tf + norm[cols]
-        weights *= idf_arr[rows]
-
-        self._matrix = sp.csr_matrix((weights, cols, indptr), shape=(n_terms, n_docs), copy=False)
-        self._doc_ids = [str(d) for d in doc_ids]
-        self._vocab = vocab
-        self._idf = idf_arr
-        self.avgdl = avgdl
-        self.average_idf = average_idf
-        # Tie-break key: rank of each doc id in string order (higher id wins a tie, as trec_eval).
-        order = sorted(range(n_docs), key=self._doc_ids.__getitem__)
-        self._id_rank = np.empty(n_docs, dtype=np.int64)
-        self._id_rank[order] = np.arange(n_docs)
+    def save(self, folder: str | Path, *, source: Mapping[str, Any] | None = None,
+             overwrite: bool = False) -> dict[str, Any]:
+        """Write the index built by :meth:`index` to ``folder`` (see :mod:`harness.retrievers.bm25_index`);
+        returns the manifest."""
+        if self._postings is None:
+            raise HarnessError("bm25: index() a corpus before saving its index")
+        terms, corpus = self._postings
+        a = self._arrays
+        manifest = {**self.config(), "documents": len(self._doc_ids), "terms": len(terms),
+                    "postings": int(a["weights"].size), "avgdl": self.avgdl, "average_idf": self.average_idf,
+                    "min_weight": float(a["weights"].min()) if a["weights"].size else 0.0,
+                    "ids_sha256": disk.ids_digest(self._doc_ids),
+                    "corpus_sha256": disk.corpus_digest(corpus.keys(), (d.full_text() for d in corpus.values())),
+                    "source": dict(source or {})}
+        return disk.write_index(folder, a, self._doc_ids, terms, manifest, overwrite=overwrite)
 
     # -- scoring -------------------------------------------------------------------------------
+
+    def _rows(self, tokens: Sequence[str]) -> list[int]:
+        get = self._vocab.get
+        return [t for t in map(get, tokens) if t is not None]
 
     def get_scores(self, tokens: Sequence[str]) -> np.ndarray:
         """Score of every indexed document (index order) for an already tokenized query; equal to
         ``rank_bm25.BM25Okapi(...).get_scores(tokens)``."""
-        m = self.matrix
-        data, indices, indptr = m.data, m.indices, m.indptr
-        get = self._vocab.get
-        rows = [t for t in map(get, tokens) if t is not None]
-        if not rows:
-            return np.zeros(m.shape[1], dtype=np.float64)
-        spans = [slice(indptr[t], indptr[t + 1]) for t in rows]
-        # bincount adds the weights in input order: token by token, as rank_bm25 accumulates.
-        return np.bincount(
-            np.concatenate([indices[s] for s in spans]),
-            weights=np.concatenate([data[s] for s in spans]),
-            minlength=m.shape[1],
-        )
+        a = self._need()
+        scores = np.zeros(a["rank"].size, dtype=np.float64)
+        self._accumulate(scores, self._rows(tokens))
+        return scores
+
+    def _accumulate(self, scores: np.ndarray, rows: list[int]) -> list[np.ndarray]:
+        """Add each token's row to ``scores``, token by token as rank_bm25 does; the rows' documents."""
+        a = self._arrays
+        weights, docs, offsets = a["weights"], a["docs"], a["offsets"]
+        lists = []
+        add = np.add.at  # unbuffered, in order: the same additions as rank_bm25's, and no index cast
+        for t in rows:
+            lo, hi = int(offsets[t]), int(offsets[t + 1])
+            ind = docs[lo:hi]
+            add(scores, ind, weights[lo:hi])
+            lists.append(ind)
+        return lists
+
+    def _order_desc(self) -> np.ndarray:
+        """Document numbers by doc id, highest first."""
+        if self._by_rank_desc is None:
+            rank = self._arrays["rank"]
+            out = np.empty(rank.size, dtype=np.int64)
+            out[rank.size - 1 - rank.astype(np.int64)] = np.arange(rank.size)
+            self._by_rank_desc = out
+        return self._by_rank_desc
 
     def top_k(self, scores: np.ndarray, k: int) -> np.ndarray:
-        """Indices of the ``k`` best documents, best first; ties: higher doc id first."""
-        n = scores.shape[0]
-        rank = self._id_rank
-        if k >= n:
-            cand = np.arange(n)
-        else:
-            kth = np.partition(scores, n - k)[n - k]
-            cand = np.flatnonzero(scores >= kth)
-            if cand.size > k:  # ties at the k-th score: keep the highest doc ids among them
-                at = scores[cand]
-                above, tied = cand[at > kth], cand[at == kth]
-                need = k - above.size
-                tied = tied[np.argpartition(-rank[tied], need - 1)[:need]]
-                cand = np.concatenate([above, tied])
-        order = np.lexsort((-rank[cand], -scores[cand]))
-        return cand[order[:k]]
+        """Indices of the ``k`` best documents, best first; ties: higher doc id first (one partition of
+        the whole vector; :meth:`search` selects among the documents a query touches instead)."""
+        return top_k_full(scores, k, self._need()["rank"])
 
     def search(self, queries: Mapping[str, str], k: int) -> Run:
         """Top ``k`` documents per query. A query with no token (empty, or only stopwords) gets an
@@ -230,15 +231,75 @@ class BM25Retriever:
         than ``k`` documents is padded with zero-score ones. ``k`` beyond the corpus size: all."""
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise HarnessError(f"bm25: k must be a positive integer, not {k!r}")
-        self.matrix  # noqa: B018 - raises if not indexed
+        a = self._need()
+        rank, n, k = a["rank"], a["rank"].size, int(k)
+        by_rank_desc = self._order_desc()
         ids = self._doc_ids
+        scores = np.zeros(n, dtype=np.float64)  # shared by the queries, reset after each
         out: dict[str, list[tuple[str, float]]] = {}
         for qid, text in queries.items():
             tokens = self.tokenizer(text or "")
             if not tokens:
                 out[qid] = []
                 continue
-            scores = self.get_scores(tokens)
-            top = self.top_k(scores, int(k))
+            lists = self._accumulate(scores, self._rows(tokens))
+            if self._nonnegative:
+                top = top_k_touched(scores, k, rank, sorted(lists, key=len), by_rank_desc)
+            else:
+                top = top_k_full(scores, k, rank)
             out[qid] = list(zip([ids[i] for i in top.tolist()], scores[top].tolist(), strict=True))
+            if sum(d.size for d in lists) > n // 8:
+                scores.fill(0.0)
+            else:
+                for d in lists:
+                    scores[d] = 0.0
         return Run(out, name="bm25")
+
+
+def build_index(retriever: BM25Retriever, corpus: Mapping[str, Document], folder: str | Path, *,
+                source: Mapping[str, Any] | None = None, overwrite: bool = False) -> disk.BuildReport:
+    """Tokenize and weight ``corpus`` once with ``retriever``'s parameters and save the index to
+    ``folder`` (``harness index build -r bm25``); search it with ``bm25:index=FOLDER``."""
+    if retriever._store is not None:
+        raise HarnessError("bm25:index=... searches an index; build one with bm25 or bm25:k1=...,b=...")
+    folder = Path(folder).expanduser()
+    disk.prepare_folder(folder, overwrite)  # before the work: a folder holding an index is refused
+    t = time.perf_counter()
+    retriever.index(corpus)
+    t_index = time.perf_counter() - t
+    t = time.perf_counter()
+    m = retriever.save(folder, source=source, overwrite=True)
+    size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+    return disk.BuildReport(str(folder), m["documents"], m["terms"], m["postings"], t_index,
+                            time.perf_counter() - t, size)
+
+
+def _from_manifest(m: Mapping[str, Any], given: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The index's parameters; a given one that is not its default and differs is an error."""
+    if m["tokenizer"] != r"lowercase \w+":
+        raise HarnessError(f"bm25 index: unknown tokenizer {m['tokenizer']!r}")
+    differ = [f"{key}={value!r} (the index has {m[key]!r})" for key, value in given.items()
+              if value != DEFAULTS[key] and _recorded(key, value) != m[key]]
+    if differ:
+        raise HarnessError(f"bm25: the index was built with other parameters: {', '.join(differ)}; rebuild it "
+                           f"or drop them")
+    return m["k1"], m["b"], m["epsilon"], m["stopwords"], m["stemmer"]
+
+
+def _recorded(key: str, value: Any) -> Any:
+    """A parameter as the manifest records it."""
+    if key in ("stopwords", "stemmer"):
+        return Tokenizer(**{key: value}).config()[key]
+    return _number(key, value)
+
+
+def _check_corpus(store: disk.BM25Index, corpus: Mapping[str, Document]) -> None:
+    m, folder = store.manifest, store.folder
+    ids = [str(d) for d in corpus]
+    if len(ids) != m["documents"] or disk.ids_digest(ids) != m["ids_sha256"]:
+        raise HarnessError(f"bm25: {folder} was built from another corpus ({m['documents']} documents; this one "
+                           f"has {len(ids)}, or other ids); rebuild it with `harness index build -r bm25`")
+    digest = disk.corpus_digest(ids, (d.full_text() for d in corpus.values()))
+    if digest != m["corpus_sha256"]:
+        raise HarnessError(f"bm25: {folder} was built from other texts of these documents (corpus sha256 "
+                           f"differs); rebuild it with `harness index build -r bm25`")

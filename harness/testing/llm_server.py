@@ -147,8 +147,14 @@ class TestServer:
         on_batch_create: Callable[[dict], None] | None = None,
         batch_hold: Callable[[BatchRecord], bool] | None = None,
         slots: int | None = None,
+        rerank_limit: int = 1000,
+        fail_texts: Callable[[str], bool] | None = None,
+        auth_key: str | None = None,
     ) -> None:
         self.reply, self.latency = reply, float(latency)
+        #: the embeddings and rerank routes (:mod:`harness.testing.api_routes`): documents per rerank request;
+        #: texts whose requests always fail (500); the only API key accepted (None: any), else 401
+        self.rerank_limit, self.fail_texts, self.auth_key = int(rerank_limit), fail_texts, auth_key
         self.slots = slots  # set: answer GET /props and /slots as llama.cpp's llama-server does
         self.rates = {"429": rate_429, "500": rate_500, "hang": rate_hang, "malformed": rate_malformed}
         if sum(self.rates.values()) > 1:
@@ -222,6 +228,8 @@ class TestServer:
             self.requests: list[dict] = []
             self.api_keys: set[str] = set()
             self.slot_polls = 0
+            self.embedding_requests: list[tuple[int, int]] = []  # (inputs, tokens) of each embeddings request
+            self.rerank_requests: list[tuple[str, int]] = []  # (path, documents) of each rerank request
             self.in_flight = getattr(self, "in_flight", 0)  # requests being answered stay counted
             self.max_in_flight = self.in_flight
         self._batches.reset_counters()
@@ -345,6 +353,8 @@ class TestServer:
     def _batch_reply(self, api: str, body: dict) -> tuple[int, dict]:
         """The direct endpoint's answer to ``body`` as (status, JSON), for a request of a batch: no
         latency, faults or script delays; a hang or a malformed body becomes a 500."""
+        if api == "embeddings":
+            return self._api_reply(api, "/v1/embeddings", body)
         try:
             script = self._script(body)
         except Exception as exc:
@@ -358,6 +368,25 @@ class TestServer:
         if script.malformed:
             return 500, error_body(api, 500, "server error (scripted malformed reply)")
         return 200, reply_body(api, body, script)
+
+    def _api_reply(self, api: str, path: str, body: dict) -> tuple[int, Any]:
+        """(status, JSON) of an embeddings or rerank request (:mod:`harness.testing.api_routes`), counted."""
+        from harness.testing.api_routes import embeddings_reply, rerank_reply, tokenize
+
+        if api == "embeddings":
+            inputs = body.get("input")
+            inputs = [inputs] if isinstance(inputs, str) else inputs if isinstance(inputs, list) else []
+            with self._lock:
+                self.embedding_requests.append((len(inputs), sum(len(tokenize(str(t))) for t in inputs)))
+            if self.fail_texts is not None and any(self.fail_texts(str(t)) for t in inputs):
+                return 500, error_body("openai", 500, "server error (scripted for this text)")
+            return embeddings_reply(body)
+        docs = body.get("texts") if "texts" in body else body.get("documents")
+        with self._lock:
+            self.rerank_requests.append((path, len(docs) if isinstance(docs, list) else 0))
+        if self.fail_texts is not None and isinstance(docs, list) and any(self.fail_texts(str(d)) for d in docs):
+            return 500, {"message": "server error (scripted for this document)"}
+        return rerank_reply(body, self.rerank_limit)
 
     def _draw_fault(self, nth: int) -> str | None:
         if nth <= self.fail_first:
@@ -614,7 +643,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self._batch_route("POST", raw):
             return
         api = ("openai" if path.endswith("/chat/completions")
-               else "anthropic" if path.endswith("/messages") else "")
+               else "anthropic" if path.endswith("/messages")
+               else "embeddings" if path.endswith("/embeddings") else "rerank" if path.endswith("/rerank") else "")
         if not api:
             self._json(404, {"error": {"message": f"no route POST {self.path}"}})
             return
@@ -623,9 +653,19 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             self._error(api, 400, "request body is not JSON")
             return
+        if owner.auth_key is not None and self._api_key() != owner.auth_key:
+            self._json(401, {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
+                                       "param": None, "code": "invalid_api_key"}})
+            owner._note_key(self._api_key())
+            with owner._lock:
+                owner.requests_total += 1
+            return
         nth = owner._note(body, self._api_key())
         self._counted = True
         try:
+            if api in ("embeddings", "rerank"):
+                self._answer_api(owner, api, path, body, nth)
+                return
             self._answer(owner, api, body, nth)
         finally:
             self._release()
@@ -636,6 +676,23 @@ class _Handler(BaseHTTPRequestHandler):
         if getattr(self, "_counted", False):
             self._counted = False
             self.server.owner._done()
+
+    def _answer_api(self, owner: TestServer, api: str, path: str, body: dict, nth: int) -> None:
+        """An embeddings or rerank request: latency and faults as for chat, then the route's answer."""
+        if owner.latency:
+            owner._wait(owner.latency)
+        fault = owner._draw_fault(nth)
+        if fault == "429":
+            hdrs = {"Retry-After": owner.retry_after} if owner.retry_after is not None else {}
+            self._error("openai", 429, "rate limited (injected)", hdrs)
+        elif fault in ("500", "malformed"):
+            self._error("openai", 500, "server error (injected)")
+        elif fault == "hang":
+            owner._wait(owner.hang_s)
+            self.close_connection = True
+        else:
+            status, obj = owner._api_reply(api, path, body)
+            self._json(status, obj)
 
     def _answer(self, owner: TestServer, api: str, body: dict, nth: int) -> None:
         if owner.latency:

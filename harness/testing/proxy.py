@@ -24,8 +24,8 @@ from typing import Any
 
 
 class CountingProxy:
-    """Counters, over the completion requests (``POST .../completions``; probes and tokenize calls pass
-    uncounted): ``posts``, ``counts`` (sha256 of the body -> times),
+    """Counters, over the completion and embedding requests (``POST .../completions``, ``POST
+    .../embeddings``; probes and tokenize calls pass uncounted): ``posts``, ``counts`` (sha256 of the body -> times),
     ``distinct_posts``, ``max_in_flight``, ``usage`` (the ``usage`` token counts of the JSON replies,
     summed), ``statuses`` (HTTP status -> count), ``bodies`` (the POST bodies, in order)."""
 
@@ -121,7 +121,7 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        counted = method == "POST" and self.path.split("?")[0].rstrip("/").endswith("/completions")
+        counted = method == "POST" and self.path.split("?")[0].rstrip("/").endswith(("/completions", "/embeddings"))
         if counted:
             owner._begin(body)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length", "connection")}

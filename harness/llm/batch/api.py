@@ -9,6 +9,7 @@ later process can collect them into the cache.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -39,6 +40,8 @@ class RemoteStatus:
     failed: int = 0
     created_at: float = 0.0
     message: str = ""
+    #: :func:`requests_digest` of its requests where the provider keeps it (OpenAI's metadata)
+    digest: str | None = None
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,8 @@ class BatchAPI(Protocol):
 
     def submit(self, requests: list[dict[str, Any]], tag: str) -> str:
         """Create a batch of ``requests``; returns its id. ``tag`` is attached where the provider
-        keeps metadata, so :meth:`find` can recognise the batch if the id never reached the journal."""
+        keeps metadata, so :meth:`find` can recognise the batch if the id never reached the journal
+        (with :func:`requests_digest` of the custom_ids, for :class:`BatchListing`)."""
         ...
 
     def status(self, batch_id: str) -> RemoteStatus:
@@ -97,6 +101,28 @@ class BatchAPI(Protocol):
 
     def cancel(self, batch_id: str) -> None:
         ...
+
+
+@runtime_checkable
+class BatchListing(Protocol):
+    """A batch API that can list recent batches. Optional: where offered, the runner recognises its
+    own batches without the journal (one lost, emptied or damaged) before it submits anything, by
+    :func:`requests_digest` or, where the provider keeps no metadata, by request count and custom_ids."""
+
+    def recent(self, since: float, limit: int) -> list[RemoteStatus]:
+        """Batches created at or after ``since`` (epoch seconds), newest first, at most ``limit``;
+        ``digest`` set where the provider keeps the one :meth:`BatchAPI.submit` attached."""
+        ...
+
+    def custom_ids(self, batch_id: str) -> set[str] | None:
+        """The custom_ids of an ended batch's requests (None where they cannot be known)."""
+        ...
+
+
+def requests_digest(custom_ids: Iterable[str]) -> str:
+    """The tag a batch's requests give it, recomputable without the journal: sha256 of its sorted
+    custom_ids (cache keys), one per line."""
+    return hashlib.sha256("\n".join(sorted(custom_ids)).encode()).hexdigest()
 
 
 @runtime_checkable

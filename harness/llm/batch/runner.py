@@ -5,6 +5,13 @@ The cache key is each request's ``custom_id``, and the journal (:mod:`harness.ll
 records every batch before and after it is submitted, so a run killed at any point and started again
 submits nothing twice: it adopts the batches still live, polls them and collects their results.
 Provider calls (upload, create, poll, download) go through the client's retry policy.
+
+The journal may itself be lost (deleted, emptied, damaged and moved aside). So before a round
+submits requests the journal holds no live batch for, the runner lists the provider's batches of
+the last :data:`LOOKBACK` seconds (one list call, where the API offers :class:`BatchListing`) and
+adopts one that holds exactly the requests it is about to submit: recognised by the digest of their
+custom_ids in its metadata (OpenAI), or, where the provider keeps none (Anthropic), by its custom_ids
+once ended, or by its request count alone while it runs when the journal was found empty.
 """
 
 from __future__ import annotations
@@ -14,10 +21,20 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from harness.llm.batch.api import BatchAPI, Outcome, Pending, Unprocessed
+from harness.concepts.errors import HarnessError
+from harness.llm.batch.api import (
+    BatchAPI,
+    BatchListing,
+    Outcome,
+    Pending,
+    RemoteStatus,
+    Unprocessed,
+    requests_digest,
+)
 from harness.llm.batch.journal import BatchJournal, BatchRecord
 from harness.llm.cache import LLMCache
 from harness.llm.errors import BatchPending, FatalLLMError, LLMError, ModelNotFound, NotProcessed
@@ -29,6 +46,9 @@ from harness.runtime.progress import ProgressSettings, progress
 log = logging.getLogger("harness.llm")
 #: first and longest pause between two status checks when no interval is set
 FIRST_POLL, MAX_POLL = 2.0, 60.0
+#: before submitting, the provider's batches of the last 24 hours (at most 1,000) are looked through
+#: for one holding exactly the requests at hand; at most 5 ended batches' custom_ids are read per round
+LOOKBACK, LOOKBACK_BATCHES, MAX_ID_READS = 24 * 3600.0, 1000, 5
 
 
 def options_from_payload(payload: Mapping[str, Any]) -> ChatOptions:
@@ -157,10 +177,12 @@ class BatchRunner:
 
     def _submit(self, todo: Mapping[str, Pending], attempt: int) -> tuple[set[int], dict[str, LLMError]]:
         """Batch ids that hold ``todo`` (adopted live ones and new ones) and the keys whose submission
-        failed. Each new batch is journaled as an intent first, then submitted, then marked."""
+        failed. Each new batch is journaled as an intent first, then looked for at the provider (a
+        lost journal's batch), then submitted, then marked."""
         held = self.journal.holders(todo)
         ids = set(held.values())
         failed: dict[str, LLMError] = {}
+        finder: _Finder | None = None
         for chunk in self._chunks([p for k, p in todo.items() if k not in held]):
             rec, taken = self.journal.reserve(self.endpoint, ((p.key, p.payload) for p, _, _ in chunk), attempt)
             ids.update(taken.values())  # another process reserved some meanwhile: wait for its batch
@@ -168,7 +190,18 @@ class BatchRunner:
                 continue
             mine = [(p, req, n) for p, req, n in chunk if p.key not in taken]
             try:
-                remote = self.retrying(self._submission(rec, [req for _, req, _ in mine]))
+                if finder is None:
+                    finder = self._finder(attempt, rec)
+                found = finder.match([p.key for p, _, _ in mine])
+                if found is not None:
+                    self.journal.mark_submitted(rec.id, found, note="found at the provider by its requests (no "
+                                                "journal row had it); adopted")
+                    ids.add(rec.id)
+                    log.info("%s: batch %s holds these %d requests although the journal had no record of it; "
+                             "adopted (nothing submitted)", self.label, found, len(mine))
+                    continue
+                with self._holding(rec):
+                    remote = self.retrying(self._submission(rec, [req for _, req, _ in mine]))
             except LLMError as error:  # the provider refused or was unreachable: the keys are free again
                 self.journal.mark_abandoned(rec.id, f"submission failed: {error}")
                 failed.update({p.key: error for p, _, _ in mine})
@@ -182,6 +215,39 @@ class BatchRunner:
             ids.add(rec.id)
             log.info("%s: submitted batch %s (%d requests, %d bytes)", self.label, remote, len(mine), nbytes)
         return ids, failed
+
+    def _finder(self, attempt: int, rec: BatchRecord) -> _Finder:
+        """The provider's recent batches the journal does not know (one list call), to match chunks
+        against; none where the batch API cannot list."""
+        if not isinstance(self.api, BatchListing):
+            return _Finder(self, [], by_count=False, before=rec.created)
+        since = time.time() - LOOKBACK
+        recent = self.retrying(lambda: self.api.recent(since, LOOKBACK_BATCHES))
+        known = self.journal.remote_ids()
+        useful = [b for b in recent if b.id not in known and (not b.ended or b.done > 0)]
+        return _Finder(self, useful, by_count=self.journal.fresh and attempt == 1, before=rec.created)
+
+    @contextmanager
+    def _holding(self, rec: BatchRecord) -> Iterator[None]:
+        """While inside: the intent's lease is renewed every quarter of it (a heartbeat thread), so
+        another process waits for this one instead of taking the intent over."""
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(self.journal.lease / 4):
+                try:
+                    self.journal.renew(rec.id)
+                except HarnessError as exc:  # the journal is gone: the submission still finishes
+                    log.warning("%s: could not renew the lease of batch intent #%d: %s", self.label, rec.id, exc)
+                    return
+
+        thread = threading.Thread(target=beat, daemon=True, name=f"batch-lease-{rec.id}")
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
 
     def _submission(self, rec: BatchRecord, requests: list[dict[str, Any]]) -> Callable[[], str]:
         """One try of submitting ``rec``. A try after a failed one first asks the provider for a batch
@@ -285,8 +351,8 @@ class BatchRunner:
             return {k: self._from_cache(k, todo[k]) for k in self.journal.requests(rec.id) if k in todo}
         try:
             status = self.retrying(lambda: self.api.status(rec.remote_id))
-        except ModelNotFound as error:  # the provider has no such batch (another account, a reset server)
-            note = f"the provider does not know batch {rec.remote_id}: {error.detail}"
+        except ModelNotFound:  # the provider has no such batch (another account, a reset server)
+            note = unknown_batch(rec)
             self.journal.mark_abandoned(rec.id, note)
             return {k: Unprocessed("missing", note) for k in self.journal.requests(rec.id) if k in todo}
         if not status.ended:
@@ -321,3 +387,42 @@ class BatchRunner:
                 counts["unprocessed" if isinstance(outcome, Unprocessed) else "errors"] += 1
         self.journal.mark_collected(rec.id, ", ".join(f"{v} {k}" for k, v in counts.items()))
         return results
+
+
+def unknown_batch(rec: BatchRecord) -> str:
+    """The note of a batch the provider answers 404 for."""
+    return (f"{rec.provider} does not know batch {rec.remote_id} (HTTP 404: deleted, or made with another account "
+            f"or key); abandoned, its requests are free to be submitted again")
+
+
+class _Finder:
+    """Recent provider batches the journal does not know, matched against the requests of each
+    chunk about to be submitted; a batch is adopted once at most."""
+
+    def __init__(self, runner: BatchRunner, candidates: list[RemoteStatus], *, by_count: bool,
+                 before: float) -> None:
+        self.runner, self.candidates, self.by_count, self.before = runner, list(candidates), by_count, before
+        self.reads = 0
+
+    def match(self, keys: list[str]) -> str | None:
+        if not self.candidates:
+            return None
+        digest, wanted = requests_digest(keys), set(keys)
+        for c in list(self.candidates):
+            if self._same(c, digest, wanted):
+                self.candidates.remove(c)
+                return c.id
+        return None
+
+    def _same(self, c: RemoteStatus, digest: str, wanted: set[str]) -> bool:
+        if c.digest is not None:
+            return c.digest == digest
+        if c.total != len(wanted):
+            return False
+        if not c.ended:  # its requests cannot be seen yet; only an empty journal adopts on the count
+            return self.by_count and c.created_at <= self.before
+        if self.reads >= MAX_ID_READS:
+            return False
+        self.reads += 1
+        api = self.runner.api
+        return self.runner.retrying(lambda: api.custom_ids(c.id)) == wanted  # type: ignore[attr-defined]

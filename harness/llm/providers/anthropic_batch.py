@@ -86,6 +86,24 @@ class AnthropicBatches:
                 return str(b.id)
         return None
 
+    def recent(self, since: float, limit: int) -> list[RemoteStatus]:
+        """Batches created at or after ``since``, newest first, at most ``limit`` (no digest: a
+        message batch keeps no metadata)."""
+        out: list[RemoteStatus] = []
+        for b in self._call(lambda api, t: api.list(limit=100, timeout=t)):  # pages on demand
+            status = _status(b)
+            if status.created_at < since or len(out) >= limit:
+                break
+            out.append(status)
+        return out
+
+    def custom_ids(self, batch_id: str) -> set[str] | None:
+        """The custom_ids of an ended batch's results (None while it runs: they are not shown)."""
+        if not self.status(batch_id).ended:
+            return None
+        return {line.custom_id for line in self._call(lambda api, t: list(api.results(batch_id, timeout=t)),
+                                                       TRANSFER_TIMEOUT)}
+
     def cancel(self, batch_id: str) -> None:
         self._call(lambda b, t: b.cancel(batch_id, timeout=t))
 

@@ -28,6 +28,7 @@ from harness.llm.errors import (
 )
 from harness.llm.retry import parse_retry_after
 from harness.llm.types import ChatOptions, Message, Reply
+from harness.runtime.numbers import MAX_SECONDS, finite_number
 from harness.runtime.redact import redact_url
 
 DUMMY_KEY = "EMPTY"
@@ -105,10 +106,10 @@ class BaseProvider:
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
         self.model = model
         self.base_url = base_url.rstrip("/") if base_url else None
-        self.timeout = float(timeout)
-        self.connect_timeout = float(connect_timeout)
-        if self.timeout <= 0 or self.connect_timeout <= 0:
-            raise ValueError(f"timeouts must be > 0, got timeout={timeout}, connect_timeout={connect_timeout}")
+        # finite seconds (a NaN would pass ``<= 0`` and make every request fail as a transport error)
+        self.timeout = finite_number(timeout, "timeout (seconds)", low=0.0, high=MAX_SECONDS, low_open=True)
+        self.connect_timeout = finite_number(connect_timeout, "connect_timeout (seconds)", low=0.0,
+                                             high=MAX_SECONDS, low_open=True)
         self._api_key: str | None = None
         self.key_source = "no key"
         self._sdk_client: Any = None

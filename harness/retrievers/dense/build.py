@@ -22,6 +22,7 @@ import numpy as np
 
 from harness.concepts.errors import HarnessError
 from harness.retrievers.dense.index import (
+    CHECKSUM,
     DEFAULT_SHARD_SIZE,
     DTYPES,
     FORMAT,
@@ -29,6 +30,7 @@ from harness.retrievers.dense.index import (
     MANIFEST,
     SHARDS,
     ShardPlan,
+    add_checksums,
     ids_digest,
     plan_shards,
     read_manifest,
@@ -116,7 +118,14 @@ class BuildReport:
 
 def encoder_manifest(encoder: Any) -> dict[str, Any]:
     """What the manifest says of the encoder: its settings (to rebuild the query encoder), the model
-    identity (with the weights fingerprint), the templates and the normalisation."""
+    identity (with the weights fingerprint, computed from the model's files so that a search can check
+    them before loading anything), the templates and the normalisation."""
+    if hasattr(encoder, "manifest"):  # an API model (openai-embeddings) describes itself: no weights to check
+        return encoder.manifest()
+    encoder.identity()
+    if getattr(encoder, "local_dir", None) is None:
+        raise HarnessError(f"{encoder.label}: the files of model {encoder.model_name!r} are not in a folder on "
+                           f"this machine, so an index could not check them; pass model=FOLDER")
     return {"encoder": encoder.settings(), "model": encoder.identity(), "query_template": encoder.query_template,
             "doc_template": encoder.doc_template, "normalize": encoder.normalize}
 
@@ -159,12 +168,17 @@ def build_index(encoder: Any, ids: Sequence[str], texts: Sequence[str], folder: 
                 "count": len(ids), "shard_size": int(shard_size), "ids_sha256": ids_digest(ids),
                 "source": dict(source or {}), "created": round(time.time(), 3), "complete": False}
     _check_existing(folder, manifest, overwrite)
-    if (folder / MANIFEST).exists():
-        manifest = {**read_manifest(folder), "complete": False}
-    write_manifest(folder, manifest)
+    if (folder / MANIFEST).exists():  # resuming: the settings are this build's, checked equal above
+        manifest["created"] = read_manifest(folder).get("created", manifest["created"])
     plans = plan_shards(len(ids), int(shard_size))
     jobs = [ShardJob(p, list(ids[p.start:p.end]), list(texts[p.start:p.end])) for p in plans]
-    todo = [j for j in jobs if not shard_complete(folder, j.plan, j.ids)]
+    done = {j.plan.number: shard_complete(folder, j.plan, j.ids, dtype) for j in jobs}
+    for j in jobs:  # shards written before checksums were recorded get theirs now
+        if done[j.plan.number] is not None and not done[j.plan.number].get(CHECKSUM):
+            done[j.plan.number] = add_checksums(folder, j.plan, done[j.plan.number])
+    manifest["checksums"] = CHECKSUM
+    write_manifest(folder, manifest)
+    todo = [j for j in jobs if done[j.plan.number] is None]
     report = BuildReport(str(folder), shards=len(plans), skipped=len(plans) - len(todo), documents=len(ids),
                          executor=executor.describe())
     before = (encoder.encoded, encoder.cache_hits)
@@ -184,16 +198,8 @@ def build_index(encoder: Any, ids: Sequence[str], texts: Sequence[str], folder: 
     report.encoded += getattr(executor, "encoded", 0)
     if len(dims) > 1:
         raise HarnessError(f"{folder}: shards of different dimensions {sorted(dims)}")
-    dim = dims.pop() if dims else _first_dimension(folder, plans)
+    dim = dims.pop() if dims else next((m["dimension"] for m in done.values() if m), None)
     write_manifest(folder, {**manifest, "dimension": dim, "complete": True, "completed": round(time.time(), 3)})
     report.seconds = time.perf_counter() - t0
     return report
 
-
-def _first_dimension(folder: Path, plans: list[ShardPlan]) -> int | None:
-    import json
-
-    for p in plans[:1]:
-        meta = json.loads((folder / SHARDS / p.name / "shard.json").read_text(encoding="utf-8"))
-        return int(meta["dimension"])
-    return None

@@ -1,47 +1,115 @@
 """Searching a built index (``dense:index=FOLDER``): the query encoder rebuilt from the manifest, the
 corpus and the model checked against it, and the search itself: exact over the shards in bounded
 memory (default), FAISS (``faiss=flat`` or ``faiss=hnsw``, with its recall against exact search
-reported), or groups of shards in parallel on Ray (``search=ray``)."""
+reported), or groups of shards in parallel on Ray (``search=ray``).
+
+A manifest is a claim, not an instruction: whatever would run code or load other weights comes only
+from the user's own options. ``trust_remote_code`` is never taken from it (an index built with it
+needs ``dense:index=F,trust_remote_code=true``), a model folder it names is never followed (the user
+passes ``model=FOLDER``), a model id it names is looked up on this machine only (never downloaded),
+and the weights' fingerprint, computed from their files, must equal the manifest's before any model
+is loaded."""
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from harness.concepts.errors import HarnessError
-from harness.retrievers.dense.index import EmbeddingIndex, ids_digest
+from harness.concepts.errors import DataError, HarnessError
+from harness.retrievers.dense.index import MANIFEST, EmbeddingIndex, ids_digest
+from harness.retrievers.dense.index_files import need_type
+from harness.retrievers.dense.model import DEFAULT_ALIASES
 
 log = logging.getLogger("harness.index")
 #: options that may differ from the manifest: where the weights are and how queries are encoded,
 #: not what an embedding is
 RUNTIME_OPTIONS = ("model", "device", "batch_size", "cache", "cache_dir", "local_files_only", "show_progress",
                    "context")
+#: options only the user decides, whatever the manifest says
+USER_OPTIONS = ("trust_remote_code",)
+#: the encoder settings a manifest records (DenseEncoder.settings()), with their types
+SETTINGS: dict[str, tuple[type, ...]] = {
+    "model": (str,), "preset": (str,), "query_prompt": (str,), "doc_prompt": (str,), "instruction": (str,),
+    "normalize": (bool,), "max_length": (int,), "revision": (str,), "trust_remote_code": (bool,),
+    "padding_side": (str,), "dtype": (str,)}
+_TEXT_LIMIT = 100_000
 FAISS_KINDS = ("flat", "hnsw")
 HNSW_M, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 200, 128
 
 
-def encoder_options(manifest: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+def manifest_settings(manifest: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    """The manifest's encoder settings, checked: only the keys a build records, each of its type."""
+    settings = manifest.get("encoder")
+    if not isinstance(settings, dict):
+        raise DataError("encoder must be an object of encoder settings", path)
+    unknown = sorted(k for k in settings if k not in SETTINGS)
+    if unknown:
+        raise DataError(f"encoder holds settings an index does not record: {', '.join(map(repr, unknown[:5]))}", path)
+    for key, kinds in SETTINGS.items():
+        value = need_type(settings, key, path, kinds, optional=key not in ("model", "normalize"))
+        if isinstance(value, str) and len(value) > _TEXT_LIMIT:
+            raise DataError(f"encoder {key} is longer than {_TEXT_LIMIT} characters", path)
+    if settings.get("max_length") is not None and not 0 < settings["max_length"] <= 10**7:
+        raise DataError(f"encoder max_length must be from 1 to 10000000, not {settings['max_length']}", path)
+    return dict(settings)
+
+
+def _names_a_folder(name: str) -> bool:
+    return (name.startswith((".", "/", "~", "\\")) or os.sep in name.replace("/", "") or name.count("/") > 1
+            or Path(name).expanduser().exists())
+
+
+def encoder_options(manifest: Mapping[str, Any], given: Mapping[str, Any], path: Path | str = MANIFEST
+                    ) -> dict[str, Any]:
     """The encoder's arguments: the manifest's settings, then the runtime options given. A setting
-    given that differs from the manifest's is an error (queries must be encoded as the documents were)."""
-    settings = dict(manifest["encoder"])
-    clash = sorted(k for k, v in given.items() if k not in RUNTIME_OPTIONS and k in settings and v != settings[k])
-    unknown = sorted(k for k in given if k not in RUNTIME_OPTIONS and k not in settings)
+    given that differs from the manifest's is an error (queries must be encoded as the documents were).
+    ``trust_remote_code`` is the user's alone (default false); without ``model=``, the manifest's model
+    must be an id found on this machine, never a folder (see the module docstring)."""
+    path = Path(path)
+    settings = manifest_settings(manifest, path)
+    allowed = RUNTIME_OPTIONS + USER_OPTIONS
+    clash = sorted(k for k, v in given.items() if k not in allowed and k in settings and v != settings[k])
+    unknown = sorted(k for k in given if k not in allowed and k not in settings)
     if clash or unknown:
         what = [f"{k}={given[k]!r} (the index has {settings[k]!r})" for k in clash] + [f"{k}" for k in unknown]
         raise HarnessError(f"dense:index: {', '.join(what)}: an index fixes how texts are embedded; only "
-                           f"{', '.join(o for o in RUNTIME_OPTIONS if o != 'context')} may be given with it")
-    return {**settings, **given}
+                           f"{', '.join(o for o in allowed if o != 'context')} may be given with it")
+    trust = given.get("trust_remote_code", False)
+    if not isinstance(trust, bool):
+        raise HarnessError(f"dense:index: trust_remote_code must be true or false, not {trust!r}")
+    folder = path.parent
+    if settings.get("trust_remote_code") and not trust:
+        raise DataError(f"the index was built with trust_remote_code=true; an index never decides to run a model's "
+                        f"own code: if you trust the code of model {settings['model']!r}, pass "
+                        f"dense:index={folder},trust_remote_code=true", path)
+    options = {**settings, **given, "trust_remote_code": trust}
+    if given.get("model") is None:
+        name = settings["model"]
+        if name.strip().lower() not in DEFAULT_ALIASES and _names_a_folder(name):
+            raise DataError(f"names the model folder {name!r}; an index never chooses a folder of weights to load: "
+                            f"pass dense:index={folder},model=FOLDER (its weights are checked against the index's "
+                            f"fingerprint)", path)
+        options["local_files_only"] = True  # found on this machine; never downloaded because a file says so
+    return options
 
 
 class IndexSearch:
     """An opened index and the way to search it (see the module docstring)."""
 
-    def __init__(self, folder: str, faiss: str | None = None, search: str | None = None) -> None:
-        self.index = EmbeddingIndex(folder)
+    def __init__(self, folder: str, faiss: str | None = None, search: str | None = None, verify: bool = True
+                 ) -> None:
+        if not isinstance(verify, bool):
+            raise HarnessError(f"dense:index: verify must be true or false, not {verify!r}")
+        self.index = EmbeddingIndex(folder, verify=verify)
+        if self.index.checksums is None:
+            log.warning("dense:index: %s records no checksums (built before they were recorded); its shards are "
+                        "checked for shape, dtype and ids only", self.index.folder)
         if faiss is not None and str(faiss) not in FAISS_KINDS:
             raise HarnessError(f"dense:index: faiss must be one of {', '.join(FAISS_KINDS)}, got {faiss!r}")
         if faiss is not None:
@@ -70,14 +138,26 @@ class IndexSearch:
                                f"{ids_digest(ids)[:12]}...); build an index of this dataset")
 
     def check_model(self, encoder: Any) -> None:
-        want = (self.index.manifest.get("model") or {}).get("fingerprint")
+        """The weights are the index's: their fingerprint, computed from their files (nothing is
+        loaded or imported), equals the manifest's; the query template too."""
+        path = self.index.folder / MANIFEST
+        claimed = self.index.manifest.get("model")
+        want = claimed.get("fingerprint") if isinstance(claimed, dict) else None
+        if not isinstance(want, str) or not want:
+            raise DataError("records no weights fingerprint (model.fingerprint), so the weights to encode the "
+                            "queries with cannot be checked; rebuild the index", path)
+        if encoder.local_dir is None:
+            raise HarnessError(f"dense:index: the weights of model {encoder.model_name!r} are not in a folder on this "
+                               f"machine; they are checked against the index before anything is loaded: download "
+                               f"them first (`hf download {encoder.model_name}`) or pass model=FOLDER")
         got = encoder.identity().get("fingerprint")
-        if want and got != want:
-            raise HarnessError(f"dense:index: the model {encoder.model_name!r} is not the one the index was built "
-                               f"with (weights fingerprint {got} vs {want})")
+        if got != want:
+            raise DataError(f"records weights fingerprint {want} (model {claimed.get('model')!r}); the weights at "
+                            f"{encoder.local_dir} have fingerprint {got}: they are not the weights the index was "
+                            f"built with", path)
         if encoder.query_template != self.index.manifest.get("query_template"):
-            raise HarnessError(f"dense:index: query template {encoder.query_template!r} differs from the index's "
-                               f"{self.index.manifest.get('query_template')!r}")
+            raise DataError(f"query template {self.index.manifest.get('query_template')!r} differs from the "
+                            f"encoder's {encoder.query_template!r}", path)
 
     # -- search --------------------------------------------------------------------------------
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -64,8 +64,10 @@ def fingerprint_dir(path: Path) -> str:
     h = hashlib.sha256()
     skip_dirs = {".git", ".cache", "__pycache__", "onnx", "openvino"}
     files = []
+    seen = {os.path.realpath(path)}  # a symlink loop is walked once, not forever
     for root, dirs, names in os.walk(path, followlinks=True):
-        dirs[:] = sorted(d for d in dirs if d not in skip_dirs)
+        dirs[:] = sorted(d for d in dirs if d not in skip_dirs and os.path.realpath(os.path.join(root, d)) not in seen)
+        seen.update(os.path.realpath(os.path.join(root, d)) for d in dirs)
         files += [Path(root, n) for n in names if not n.endswith((".md", ".gitattributes", ".lock"))]
     for f in sorted(files, key=lambda p: p.relative_to(path).as_posix()):
         size = f.stat().st_size
@@ -90,10 +92,13 @@ def _read_json(path: Path) -> Any:
 def model_info(path: Path) -> dict[str, Any]:
     """What a sentence-transformers folder declares, read from its JSON files (no torch):
     ``pooling``, ``dimension``, ``include_prompt``, ``prompts``, ``default_prompt_name``, ``similarity``."""
-    cfg = _read_json(path / "config_sentence_transformers.json") or {}
+    cfg = _read_json(path / "config_sentence_transformers.json")
+    cfg = cfg if isinstance(cfg, dict) else {}
+    prompts = cfg.get("prompts") if isinstance(cfg.get("prompts"), dict) else {}
     info: dict[str, Any] = {
-        "prompts": {k: v for k, v in (cfg.get("prompts") or {}).items() if v},
-        "default_prompt_name": cfg.get("default_prompt_name"),
+        "prompts": {k: v for k, v in prompts.items() if isinstance(v, str) and v},
+        "default_prompt_name": cfg.get("default_prompt_name") if isinstance(cfg.get("default_prompt_name"), str)
+        else None,
         "similarity": cfg.get("similarity_fn_name"),
         "pooling": None,
         "dimension": None,
@@ -103,9 +108,13 @@ def model_info(path: Path) -> dict[str, Any]:
         if (path / "config.json").is_file():
             info["pooling"] = "mean (no modules.json: the sentence-transformers default)"
         return info
+    root = path.resolve()
     for module in modules:
+        if not isinstance(module, dict):
+            continue
+        sub_dir = (path / str(module.get("path", ""))).resolve() if module.get("path") else None
         kind = str(module.get("type", ""))
-        sub = _read_json(path / str(module.get("path", "")) / "config.json") if module.get("path") else None
+        sub = _read_json(sub_dir / "config.json") if sub_dir is not None and sub_dir.is_relative_to(root) else None
         sub = sub if isinstance(sub, dict) else {}
         if kind.endswith("Pooling"):
             mode = sub.get("pooling_mode")

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from harness.concepts.errors import HarnessError
-from harness.retrievers.dense.search import merge_top_k, top_k_blocks
+from harness.retrievers.dense.search import merge_top_k
 
 log = logging.getLogger("harness.index")
 
@@ -186,7 +186,7 @@ class RayExecutor:
             groups = max(1, min(len(index.shards), self._pool(ray)[0]))
             q = ray.put(np.asarray(queries, dtype=np.float32))
             task = ray.remote(num_cpus=self.num_cpus)(_search_group)
-            refs = [task.remote(str(index.folder), list(range(g, len(index.shards), groups)), q, k)
+            refs = [task.remote(str(index.folder), list(range(g, len(index.shards), groups)), q, k, index.verify)
                     for g in range(groups)]
             idx = np.empty((len(queries), 0), dtype=np.int64)
             val = np.empty((len(queries), 0), dtype=np.float32)
@@ -198,12 +198,12 @@ class RayExecutor:
                 ray.shutdown()
 
 
-def _search_group(folder: str, numbers: list[int], queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """One Ray task: exact top-k over some shards of the index at ``folder`` (a shared file system)."""
+def _search_group(folder: str, numbers: list[int], queries: np.ndarray, k: int, verify: bool = True
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """One Ray task: exact top-k over some shards of the index at ``folder`` (a shared file system),
+    each checked as :class:`EmbeddingIndex` checks it."""
     from harness.retrievers.dense.index import EmbeddingIndex
-    from harness.retrievers.dense.search import row_blocks
 
-    index = EmbeddingIndex(folder)
+    index = EmbeddingIndex(folder, verify=verify)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    blocks = (b for n in numbers for b in row_blocks(index.shards[n].vectors, index.shards[n].plan.start))
-    return top_k_blocks(queries, blocks, k)
+    return index.search(queries, k, numbers)

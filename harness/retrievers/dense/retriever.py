@@ -58,31 +58,37 @@ class DenseRetriever(_DenseComponent):
     ``show_progress``.
 
     ``index=FOLDER`` searches an index built by ``harness index build`` instead of encoding the
-    corpus: the model and its settings come from the index's manifest (``model`` may point at
-    another copy of the same weights; ``device``, ``batch_size`` and the cache options apply to the
-    queries), and the search reads the shards in bounded memory. ``faiss=flat`` or ``faiss=hnsw``
-    searches with FAISS instead (the ``faiss`` extra), reporting its recall against exact search;
-    ``search=ray`` (or ``ray:address=auto``) searches groups of shards in parallel on Ray.
+    corpus: the model's settings come from the index's manifest, checked (``model`` may point at
+    another copy of the same weights, and must for weights in a folder; ``trust_remote_code`` is never
+    taken from the manifest; the weights' fingerprint must equal the manifest's before anything is
+    loaded; ``device``, ``batch_size`` and the cache options apply to the queries), and the search reads
+    the shards in bounded memory, each shard's sha256 checked before it is first scored
+    (``verify=false`` skips that). ``faiss=flat`` or ``faiss=hnsw`` searches with FAISS instead (the
+    ``faiss`` extra), reporting its recall against exact search; ``search=ray`` (or
+    ``ray:address=auto``) searches groups of shards in parallel on Ray.
     """
 
     _doc_ids: list[str] = []  # replaced (never mutated) by index()
     _matrix: np.ndarray | None = None
 
     def __init__(self, label: str | None = None, index: str | None = None, faiss: str | None = None,
-                 search: str | None = None, **options: Any):
+                 search: str | None = None, verify: bool | None = None, **options: Any):
         self.store: Any = None
         self.faiss = self.search_on = None
         if index is None:
             if faiss is not None or search is not None:
                 raise HarnessError("dense: faiss= and search= apply to an index (dense:index=FOLDER,...)")
+            if verify is not None:
+                raise HarnessError("dense: verify= applies to an index (dense:index=FOLDER,...)")
             super().__init__(label, **options)
             return
         from harness.retrievers.dense.index_search import IndexSearch, encoder_options
 
         require("sentence_transformers", "dense", "dense retrieval")
-        self.store = IndexSearch(index, faiss=faiss, search=search)
-        self.encoder = DenseEncoder(label=label or self.default_label,
-                                    **encoder_options(self.store.index.manifest, options))
+        self.store = IndexSearch(index, faiss=faiss, search=search, verify=True if verify is None else verify)
+        self.encoder = DenseEncoder(label=label or self.default_label, **encoder_options(
+            self.store.index.manifest, options, self.store.index.folder / "index.json"))
+        self.store.check_model(self.encoder)  # from the weights' files, before any model is loaded
 
     def index(self, corpus: Mapping[str, Document]) -> None:
         """Embed every document (``doc.full_text()``), from the cache where possible; with an index,
@@ -103,7 +109,6 @@ class DenseRetriever(_DenseComponent):
             return Run({q: [] for q in qids})
         qmat = self.encoder.embed([queries[q] for q in qids], "query")
         if self.store is not None:
-            self.store.check_model(self.encoder)
             idx, val = self.store.search(qmat, k)
         else:
             idx, val = exact_top_k(qmat, self._matrix, k)
@@ -123,10 +128,12 @@ class DenseRetriever(_DenseComponent):
 
 
 def _with_index_options(signature: inspect.Signature) -> inspect.Signature:
-    """The encoder's arguments plus ``index``, ``faiss`` and ``search`` (what help and the registry see)."""
+    """The encoder's arguments plus ``index``, ``faiss``, ``search`` and ``verify`` (what help and the
+    registry see)."""
     params = list(signature.parameters.values())
     extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None")
              for n in ("index", "faiss", "search")]
+    extra.append(inspect.Parameter("verify", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="bool | None"))
     keep = [p for p in params if p.kind != inspect.Parameter.VAR_KEYWORD]
     positional = [p for p in keep if p.kind != inspect.Parameter.KEYWORD_ONLY]
     return signature.replace(parameters=positional + [p for p in keep if p.kind == inspect.Parameter.KEYWORD_ONLY]

@@ -3,7 +3,8 @@ matrix cut into rows, or the shards of an index on disk read through ``mmap``), 
 against the queries a slice at a time, and a running top-k per query is merged with each block's.
 Peak memory is one block (converted to float32) plus one slice of scores plus the running top-k,
 whatever the corpus size. Equal scores keep the lower document position first (corpus order). With
-normalised vectors the inner product is the cosine.
+normalised vectors the inner product is the cosine. A score that is not finite (a NaN or infinite
+vector) is an error, never ranked.
 """
 
 from __future__ import annotations
@@ -12,10 +13,21 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from harness.concepts.errors import HarnessError
+
 #: scores held at once: about 128 MiB of float32
 BLOCK_SCORES = 1 << 25
 #: document rows scored at once (MTEB's chunk size)
 CHUNK_ROWS = 50_000
+
+
+class NonFiniteScore(HarnessError):
+    """A score is NaN or infinite: ``position`` is the document's (None: the queries are not finite)."""
+
+    def __init__(self, position: int | None) -> None:
+        self.position = position
+        super().__init__("the query vectors are not finite" if position is None else
+                         f"the vector of the document at position {position} gives a non-finite score")
 
 
 def merge_top_k(idx: np.ndarray, val: np.ndarray, new_idx: np.ndarray, new_val: np.ndarray, k: int
@@ -41,9 +53,11 @@ def top_k_blocks(queries: np.ndarray, blocks: Iterable[tuple[int, np.ndarray]], 
     """The ``k`` best document positions for each row of ``queries`` over ``blocks`` (pairs
     ``(position of the block's first row, rows)``, rows in any dtype, scored as float32, at most
     :data:`CHUNK_ROWS` each for the memory bound), as ``(positions, scores)`` arrays of shape
-    ``(len(queries), <= k)``, best first."""
+    ``(len(queries), <= k)``, best first. A non-finite score raises :class:`NonFiniteScore`."""
     queries = np.asarray(queries, dtype=np.float32)
     nq = queries.shape[0]
+    if not np.isfinite(queries).all():
+        raise NonFiniteScore(None)
     if k <= 0 or nq == 0:
         return np.empty((nq, 0), dtype=np.int64), np.empty((nq, 0), dtype=np.float32)
     step = max(1, BLOCK_SCORES // CHUNK_ROWS)  # queries per slice: one slice's scores stay within BLOCK_SCORES
@@ -54,7 +68,10 @@ def top_k_blocks(queries: np.ndarray, blocks: Iterable[tuple[int, np.ndarray]], 
         if not len(block):
             continue
         for i, (s, e) in enumerate(slices):
-            cand_idx, cand_val = _block_top_k(queries[s:e] @ block.T, offset, k)
+            scores = queries[s:e] @ block.T
+            if not np.isfinite(scores).all():
+                raise NonFiniteScore(offset + int(np.flatnonzero(~np.isfinite(scores).all(axis=0))[0]))
+            cand_idx, cand_val = _block_top_k(scores, offset, k)
             best[i] = merge_top_k(*best[i], cand_idx, cand_val.astype(np.float32, copy=False), k)
     return np.concatenate([b[0] for b in best]), np.concatenate([b[1] for b in best])
 

@@ -31,8 +31,8 @@ DEV_ONLY = ("doris-mae",)
 #: dev sets distributed here (ArguAna's and RELIC's are not)
 DEV_TASKS = ("clinical-trial", "doris-mae", "wtb")
 
-SOURCE = "BIRCO-benchmark/BIRCO @84b2b05c : datasets/"
-BASE_URL = "https://raw.githubusercontent.com/BIRCO-benchmark/BIRCO/84b2b05c/datasets"
+SOURCE = "BIRCO-benchmark/BIRCO @84b2b05c862cff6f6a80c06a6a11e6a7cd12e838 : datasets/"
+BASE_URL = "https://raw.githubusercontent.com/BIRCO-benchmark/BIRCO/84b2b05c862cff6f6a80c06a6a11e6a7cd12e838/datasets"
 
 #: data-folder-relative path -> (sha256, size), from the shared data's SHA256SUMS
 FILES: dict[str, tuple[str, int]] = {
@@ -84,6 +84,27 @@ def task_files(task: str, split: str | None = None) -> list[Any]:
     return out
 
 
+#: MTEB's BIRCO tasks (mteb/tasks/retrieval/eng/birco_*.py @ a905523d, v2.20.0): task name and dataset revision
+MTEB_TASKS = {
+    "arguana": ("BIRCO-ArguAna", "0229bee36500c92028874b55b5a1d08e5ee37bb9"),
+    "clinical-trial": ("BIRCO-ClinicalTrial", "ef7b3a7f08dd2f0f7bdf0cf23391f8a1a26ad477"),
+    "relic": ("BIRCO-Relic", "3d593fde907860102a282b4a6ea7fb1e1f1f83dd"),
+    "wtb": ("BIRCO-WTB", "ea824f8065fa62e2e770a8a201c20b03abf87540"),
+}
+
+
+def mteb_block(name: str) -> dict[str, Any]:
+    """The MTEB task a BIRCO test task corresponds to, and why its scores are not MTEB's (docs/mteb.md)."""
+    task_name, revision = MTEB_TASKS[name]
+    return {
+        "task_name": task_name, "dataset": f"mteb/{task_name}-Test", "dataset_revision": revision,
+        "split": "test", "main_score": "ndcg_at_10", "metrics": {"birco-ndcg@10": "ndcg_at_10"},
+        "differs": f"MTEB's {task_name} retrieves from one corpus, the union of every query's pool (no top_ranked, "
+                   "mteb/descriptive_stats/Retrieval), and scores nDCG@10 once; the harness ranks each query's own "
+                   "BIRCO pool and reports BIRCO's bootstrap nDCG@10",
+    }
+
+
 def birco_task(name: str) -> Any:
     from harness import Task
 
@@ -100,6 +121,7 @@ def birco_task(name: str) -> Any:
         depth=100_000,  # whole pools (Clinical-Trial up to 153, DORIS-MAE up to 138): never cut
         query_format="{text}",  # the objective travels in Query.instruction, for the +O protocols
         files=task_files(name, split),
+        mteb=mteb_block(name) if name in MTEB_TASKS and split == "test" else {},
     )
 
 

@@ -33,44 +33,73 @@ SUBSETS: dict[str, tuple[str, bool]] = {
 
 TASK_METRICS = ["nDCG@20", "instfol"]
 
+#: MTEB's IFIR tasks (mteb/tasks/instruction_retrieval/eng/ifir*_retrieval.py @ a905523d, v2.20.0): name, dataset,
+#: revision (abbreviated there)
+MTEB_TASKS = {
+    "fiqa": ("IFIRFiQA", "if-ir/fiqa", "1670fc6"), "scifact_open": ("IFIRScifact", "if-ir/scifact_open", "1690191"),
+    "nfcorpus": ("IFIRNFCorpus", "if-ir/nfcorpus", "3520715"), "aila": ("IFIRAila", "if-ir/aila", "1cb8772"),
+    "fire": ("IFIRFire", "if-ir/fire", "0efa7b1"), "pm": ("IFIRPm", "if-ir/pm", "559fdb6"),
+    "cds": ("IFIRCds", "if-ir/cds", "9a05fd6"),
+}
+
+
+def mteb_block(subset: str) -> dict[str, Any]:
+    """The MTEB task an IFIR subset corresponds to, and why its scores are not MTEB's (docs/mteb.md)."""
+    name, repo, revision = MTEB_TASKS[subset]
+    return {"task_name": name, "dataset": repo, "dataset_revision": revision, "split": "test",
+            "main_score": "ndcg_at_20", "metrics": {"nDCG@20[instructed]": "ndcg_at_20"},
+            "differs": f"MTEB's {name} reads {repo} at {revision} (an abbreviated id that the Hub does not resolve); "
+                       "the harness reads the authors' release songtingyu/IFIR, which pins no commit (docs/ifir.md): "
+                       "that the two hold the same corpus, queries and judgments is not verified"}
+
 
 def load_dataset(subset: str = "fiqa", path: str | None = None, levels: Any = None, name: str | None = None,
-                 context: Any = None) -> Any:
+                 context: Any = None, revision: str | None = None) -> Any:
     """Factory of the ``ifir`` datasets (see :func:`harness_ifir.data.load_ifir`)."""
     from .data import load_ifir
 
-    return load_ifir(subset, path=path, levels=levels, name=name, context=context)
+    return load_ifir(subset, path=path, levels=levels, name=name, context=context, revision=revision)
 
 
 def _dataset_factory(subset: str):
-    def factory(path: str | None = None, levels: Any = None, context: Any = None) -> Any:
-        return load_dataset(subset, path=path, levels=levels, context=context)
+    def factory(path: str | None = None, levels: Any = None, context: Any = None, revision: str | None = None) -> Any:
+        return load_dataset(subset, path=path, levels=levels, context=context, revision=revision)
 
     factory.__name__ = factory.__qualname__ = f"load_ifir_{subset}"
     return factory
 
 
-def make_task(subset: str) -> Any:
-    from harness import Task
+def make_task(subset: str, context: Any = None, revision: str | None = None) -> Any:
+    """The task ``ifir:<subset>``; its ``files`` are the subset's hub files (``songtingyu/IFIR`` at the
+    pinned commit, or ``revision``) while the subset's folder in the data folder lacks them."""
+    from harness import Context, Task
+
+    from .data import has_subset, hub_files, subset_folder
 
     desc, leveled = SUBSETS[subset]
+    folder = subset_folder(subset, revision)
+    present = has_subset(Context.of(context).data.locate(folder), subset)
     return Task(
         name=f"ifir:{subset}",
         dataset=f"ifir:{subset}",
+        dataset_args={"revision": revision} if revision else {},
         description=f"IFIR-EVAL {desc}{' (levels 1-3)' if leveled else ''}: query vs query+instruction",
         metrics=list(TASK_METRICS),
         first_stage="retrieve",
         retriever="bm25",
         depth=100,
         source="harness-ifir",
+        files=[] if present else hub_files(subset, revision),
+        mteb=mteb_block(subset),
     )
 
 
-def make_suite() -> Any:
+def make_suite(revision: str | None = None) -> Any:
     from harness import Task
 
+    arg = f":revision={revision}" if revision else ""
     return Task(name="ifir", description="IFIR-EVAL: the seven subsets (mean over subsets)",
-                tasks=[f"ifir:{s}" for s in SUBSETS], metrics=list(TASK_METRICS), first_stage="retrieve",
+                tasks=[f"ifir:{s}{arg}" for s in SUBSETS], metrics=list(TASK_METRICS), first_stage="retrieve",
                 source="harness-ifir")
 
 
@@ -95,10 +124,18 @@ def register_datasets(register):
         register(f"ifir:{subset}", _dataset_factory(subset), f"IFIR-EVAL {desc}")
 
 
+def _task_factory(subset: str):
+    def factory(context: Any = None, revision: str | None = None) -> Any:
+        return make_task(subset, context=context, revision=revision)
+
+    factory.__name__ = factory.__qualname__ = f"ifir_task_{subset}"
+    return factory
+
+
 @hookimpl
 def register_tasks(register):
     for subset, (desc, leveled) in SUBSETS.items():
-        register(f"ifir:{subset}", (lambda s=subset: make_task(s)),
+        register(f"ifir:{subset}", _task_factory(subset),
                  f"IFIR-EVAL {desc}{' (levels 1-3)' if leveled else ''}; nDCG@20 + INSTFOL")
     register("ifir", make_suite, "IFIR-EVAL suite: the seven subsets, nDCG@20 and INSTFOL averaged over subsets")
 

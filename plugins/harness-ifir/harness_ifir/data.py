@@ -5,8 +5,13 @@
 - ``test_data.json``: a list of queries ``{"_id", "text", "corpus": [{"_id", ...}], "instructions":
   [{"level", "instruction", "rel"}]}``; ``rel`` holds indices into that query's ``corpus`` list
   (document ids are accepted too); relevance is per instruction;
-- ``<name>-query.json`` and ``<name>-qrel.jsonl``: the original queries and qrels; not needed for the
-  evaluation, recorded in the dataset identity when present.
+- ``<name>-query.jsonl`` and ``<name>-qrel.tsv`` (the hub's names; ``-query.json`` / ``-qrel.jsonl`` in
+  the authors' GitHub README): the original queries and qrels; not needed for the evaluation, recorded
+  in the dataset identity (path, sha256, size) when present.
+
+The release is the Hugging Face dataset ``songtingyu/IFIR`` (MIT; one folder per subset, the corpora in
+LFS). :func:`hub_files` lists a subset's four files at a full commit id, which ``harness data download
+ifir:<subset>`` fetches into ``<data folder>/ifir/<subset>/``.
 
 One harness query per instruction: id ``<_id>`` when the query has one instruction, ``<_id>-L<level>``
 otherwise. Two modes share the ids and the qrels:
@@ -26,11 +31,55 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness import Context, DataError, DataFolder, Dataset, Document, Qrels, Query
+from harness import Context, DataError, DataFile, DataFolder, Dataset, Document, Qrels, Query
 from harness.formats import iter_lines, open_text
 
 MODES = ("query", "instructed")
-RELEASE = "IFIR-EVAL (anonymous ACL submission release; SighingSnow/IFIR layout)"
+RELEASE = "IFIR-EVAL (Hugging Face dataset songtingyu/IFIR; SighingSnow/IFIR layout)"
+HUB_REPO = "songtingyu/IFIR"
+HUB_URL = "https://huggingface.co/datasets/{repo}/resolve/{revision}/{subset}/{file}"
+#: the full commit id of ``songtingyu/IFIR`` downloads are pinned to. Empty: no full id could be
+#: verified from here (see docs/ifir.md), so the files are declared ``unpinned`` on ``main``: a download
+#: resolves ``main`` to its full commit id once (said on stderr) and fetches every file at that commit;
+#: results.json records the sha256 of every file read, so runs on two uploads are told apart.
+HUB_REVISION = ""
+HUB_BRANCH = "main"
+UNPINNED = "no full commit id of songtingyu/IFIR could be verified for this release; see docs/ifir.md"
+#: identity files besides the corpus and test_data.json: the hub's names, then the GitHub README's
+_IDENTITY_SUFFIXES = ("-query.jsonl", "-qrel.tsv", "-query.json", "-qrel.jsonl")
+
+
+def hub_names(subset: str) -> list[str]:
+    """The files of one subset folder of ``songtingyu/IFIR``."""
+    return [f"{subset}-corpus.jsonl", f"{subset}-query.jsonl", f"{subset}-qrel.tsv", "test_data.json"]
+
+
+def subset_folder(subset: str, revision: str | None = None) -> str:
+    """The subset's folder in the data folder: ``ifir/<subset>``, or ``ifir/<subset>@<revision>`` for a
+    revision other than the pinned one (two snapshots never share a folder)."""
+    return f"ifir/{subset}@{revision}" if revision and revision != HUB_REVISION else f"ifir/{subset}"
+
+
+def hub_files(subset: str, revision: str | None = None) -> list[DataFile]:
+    """The subset's four hub files at ``revision`` (default: the pin; with neither, ``main``, resolved to
+    its commit when downloaded). No checksum is published: the sha256 of what was read goes into
+    results.json's dataset identity."""
+    rev = revision or HUB_REVISION
+    folder = subset_folder(subset, revision)
+    needed = {f"{subset}-corpus.jsonl", "test_data.json"}  # the other two are identity files only
+    return [DataFile(path=f"{folder}/{name}", optional=name not in needed, unpinned="" if rev else UNPINNED,
+                     url=HUB_URL.format(repo=HUB_REPO, revision=rev or HUB_BRANCH, subset=subset, file=name))
+            for name in hub_names(subset)]
+
+
+def has_subset(folder: Path, subset: str) -> bool:
+    """Whether ``folder`` holds what the loader needs (the corpus and test_data.json)."""
+    return (folder / f"{subset}-corpus.jsonl").is_file() and (folder / "test_data.json").is_file()
+
+
+def _download_hint(subset: str) -> str:
+    return (f"`harness data download ifir:{subset}` fetches it from the Hugging Face dataset {HUB_REPO} "
+            f"(`harness eval` does on first use), or put the subset's folder there")
 
 
 def subset_dir(subset: str, path: str | None = None, data: DataFolder | None = None) -> Path:
@@ -41,8 +90,8 @@ def subset_dir(subset: str, path: str | None = None, data: DataFolder | None = N
     full = data.locate(rel)
     if not full.is_dir():
         absolute = Path(rel).expanduser().is_absolute()
-        remedy = (f"IFIR-EVAL is not published for download, so harness cannot fetch it: put the subset's folder "
-                  f"there ({subset}-corpus.jsonl and test_data.json, as released; see docs/ifir.md)")
+        how = "put the subset's folder there" if absolute else _download_hint(subset)
+        remedy = f"{how} ({subset}-corpus.jsonl and test_data.json, as released; see docs/ifir.md)"
         if not absolute:
             remedy += f", or point to a data folder that holds ifir/{subset}/ with {data.point_elsewhere}"
         msg = data.missing_message(rel, full, what=f"IFIR-EVAL subset {subset!r}", remedy=remedy + ".")
@@ -126,9 +175,12 @@ def read_test_data(path: Path, subset: str, levels: set[int] | None = None
 
 
 def load_ifir(subset: str, path: str | None = None, levels: Any = None, name: str | None = None,
-              context: Context | None = None) -> Dataset:
-    """Load one IFIR-EVAL subset (``levels``: e.g. ``3`` or ``"2,3"`` keeps those levels only)."""
+              context: Context | None = None, revision: str | None = None) -> Dataset:
+    """Load one IFIR-EVAL subset (``levels``: e.g. ``3`` or ``"2,3"`` keeps those levels only;
+    ``revision``: the folder of that hub snapshot, ``ifir/<subset>@<revision>``, when ``path`` is not given)."""
     data = Context.of(context).data
+    if revision and not path:
+        path = subset_folder(subset, revision)
     folder = subset_dir(subset, path, data)
     corpus_file = folder / f"{subset}-corpus.jsonl"
     test_file = folder / "test_data.json"
@@ -140,7 +192,7 @@ def load_ifir(subset: str, path: str | None = None, levels: Any = None, name: st
     if not queries["query"]:
         raise DataError(f"IFIR-EVAL subset {subset!r}: no instructions{' at levels ' + str(levels) if levels else ''}",
                         test_file)
-    files = [corpus_file, test_file] + [p for p in (folder / f"{subset}-query.json", folder / f"{subset}-qrel.jsonl")
+    files = [corpus_file, test_file] + [p for p in (folder / f"{subset}{sfx}" for sfx in _IDENTITY_SUFFIXES)
                                         if p.is_file()]
     found_levels = sorted({q.meta["level"] for q in queries["query"].values()})
     return Dataset(
@@ -149,6 +201,7 @@ def load_ifir(subset: str, path: str | None = None, levels: Any = None, name: st
         queries=queries,
         qrels={m: qrels for m in MODES},
         identity={"release": RELEASE, "subset": subset, "files": [data.file_identity(p) for p in files],
+                  **({"revision": revision} if revision else {}),
                   **({"levels": sorted(_levels(levels) or [])} if levels else {})},
         meta={"ifir_subset": subset, "levels": found_levels},
     )

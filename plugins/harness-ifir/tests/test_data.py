@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
-from harness import DataError, HarnessError
+from harness import Context, DataError, HarnessError
 
 from harness_ifir import SUBSETS
+from harness_ifir import data as ifir_data
 from harness_ifir.data import load_ifir
 
 FIXTURE = Path(__file__).resolve().parent / "fixture"
@@ -31,8 +33,11 @@ def test_fixture_fiqa():
     assert ds.qrels["instructed"] is ds.qrels["query"]
     assert ds.validate() == {}
     assert [f["path"] for f in ds.identity["files"]] == [
-        "ifir/fiqa/fiqa-corpus.jsonl", "ifir/fiqa/test_data.json", "ifir/fiqa/fiqa-query.json",
-        "ifir/fiqa/fiqa-qrel.jsonl"]
+        "ifir/fiqa/fiqa-corpus.jsonl", "ifir/fiqa/test_data.json", "ifir/fiqa/fiqa-query.jsonl",
+        "ifir/fiqa/fiqa-qrel.tsv"]  # the hub's names for the original queries and qrels
+    folder = FIXTURE / "ifir" / "fiqa"
+    assert [f["sha256"] for f in ds.identity["files"]] == [
+        hashlib.sha256((folder / f["path"].split("/")[-1]).read_bytes()).hexdigest() for f in ds.identity["files"]]
     assert ds.meta["levels"] == [1, 2, 3]
 
 
@@ -76,39 +81,59 @@ def _cli(*args):
     return CliRunner().invoke(cli, list(args))
 
 
-def test_missing_subset_suggests_what_works(tmp_path, monkeypatch):
-    """The message names the folder and the layout; it suggests no download (there is none to run)."""
+def test_missing_subset_says_where_and_how_to_fetch_it(tmp_path, monkeypatch):
+    """With downloads off, the message names the file, the folder and the command that fetches the subset;
+    the loader's own message names the layout and the hub dataset."""
     monkeypatch.setenv("HARNESS_DATA", str(tmp_path))
     res = _cli("eval", "--task", "ifir:fiqa")
-    assert res.exit_code == 2
-    assert res.stderr == (
-        f"Error: IFIR-EVAL subset 'fiqa' not found: {tmp_path / 'ifir' / 'fiqa'} (looked in the data folder "
-        f"{tmp_path}, from $HARNESS_DATA). IFIR-EVAL is not published for download, so harness cannot fetch it: put "
-        "the subset's folder there (fiqa-corpus.jsonl and test_data.json, as released; see docs/ifir.md), or point "
-        "to a data folder that holds ifir/fiqa/ with HARNESS_DATA=/path/to/data or `--data-dir /path/to/data`.\n")
-    with pytest.raises(DataError, match=r"^IFIR-EVAL subset 'aila' not found: /nowhere/aila\. IFIR-EVAL is not "
-                                        r"published for download.*see docs/ifir\.md\)\.$"):
+    assert res.exit_code == 2 and len(res.stderr.splitlines()) == 1
+    corpus = tmp_path / "ifir" / "fiqa" / "fiqa-corpus.jsonl"
+    assert res.stderr.startswith(f"Error: data file not found: {corpus} and 1 more of ifir:fiqa's files (looked in "
+                                 f"the data folder {tmp_path}, from $HARNESS_DATA")
+    for part in ("`harness data download ifir:fiqa`", "HARNESS_DATA=/path/to/data"):
+        assert part in res.stderr, part
+    with pytest.raises(DataError, match=r"songtingyu/IFIR.*\(fiqa-corpus\.jsonl and test_data\.json, as released; see "
+                                        r"docs/ifir\.md\)"):
+        load_ifir("fiqa", context=Context.create(data_dir=tmp_path))
+    with pytest.raises(DataError, match=r"^IFIR-EVAL subset 'aila' not found: /nowhere/aila\. put the subset's folder "
+                                        r"there \(aila-corpus\.jsonl and test_data\.json.*see docs/ifir\.md\)\.$"):
         load_ifir("aila", path="/nowhere/aila")
 
 
-def test_data_download_says_there_is_nothing_to_fetch(tmp_path, monkeypatch):
+def test_without_a_pinned_commit_and_without_the_hub_the_download_is_one_message(tmp_path, monkeypatch):
+    """No full commit id of songtingyu/IFIR is pinned: the task asks the Hub which commit ``main`` names;
+    offline (HF_HUB_OFFLINE), that is one message naming the repository and revision, exit 2, nothing written.
+    Where the files are in place, nothing is asked."""
+    monkeypatch.setattr(ifir_data, "HUB_REVISION", "")
     monkeypatch.setenv("HARNESS_DATA", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     res = _cli("data", "download", "ifir:fiqa")
     assert res.exit_code == 2 and res.stdout == ""
-    assert res.stderr.startswith(
-        "Error: ifir:fiqa: nothing to download: the task publishes no files for harness to fetch, and its data is "
-        f"not in place: IFIR-EVAL subset 'fiqa' not found: {tmp_path / 'ifir' / 'fiqa'} (looked in the data folder")
-    assert "put the subset's folder there (fiqa-corpus.jsonl and test_data.json" in res.stderr
+    assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+    assert res.stderr.startswith("Error: cannot download from the Hugging Face Hub: dataset repository "
+                                 "songtingyu/IFIR, revision main"), res.stderr
     assert list(tmp_path.iterdir()) == []
-    # the suite: a line per subset; where the files are in place (the fixture's fiqa, nfcorpus), it says so
-    monkeypatch.setenv("HARNESS_DATA", str(FIXTURE))
-    res = _cli("data", "download", "ifir")
-    assert res.exit_code == 2
-    assert res.stdout.splitlines() == [f"ifir:{s}: nothing to download (the task publishes no files); its data is in "
-                                       "place" for s in ("fiqa", "nfcorpus")]
-    absent = [s for s in SUBSETS if s not in ("fiqa", "nfcorpus")]
-    lines = res.stderr.splitlines()
-    assert len(lines) == len(absent)
-    for line, s in zip(lines, absent, strict=True):
-        assert line.startswith(f"Error: ifir:{s}: nothing to download: the task publishes no files"), line
-        assert f"{FIXTURE / 'ifir' / s} (looked in the data folder" in line
+    monkeypatch.setenv("HARNESS_DATA", str(FIXTURE))  # fiqa in place: no question to the Hub
+    res = _cli("data", "download", "ifir:fiqa")
+    assert res.exit_code == 0, res.stderr
+    assert res.stdout.splitlines() == ["ifir:fiqa: nothing to download (the task publishes no files); its data is in "
+                                       "place"]
+
+
+def test_hub_files_follow_the_hub_layout(registry, tmp_path, monkeypatch):
+    from harness import Context
+
+    rev = "0123456789abcdef0123456789abcdef01234567"
+    context = Context.create(registry=registry, data_dir=tmp_path)
+    task = registry.create("task", f"ifir:cds:revision={rev}", context)
+    assert task.dataset_args == {"revision": rev}
+    assert [(f.path, f.url) for f in task.files] == [
+        (f"ifir/cds@{rev}/{name}", f"https://huggingface.co/datasets/songtingyu/IFIR/resolve/{rev}/cds/{name}")
+        for name in ("cds-corpus.jsonl", "cds-query.jsonl", "cds-qrel.tsv", "test_data.json")]
+    suite = registry.create("task", f"ifir:revision={rev}", context)
+    assert suite.tasks == [f"ifir:{s}:revision={rev}" for s in SUBSETS]
+    monkeypatch.setattr(ifir_data, "HUB_REVISION", rev)  # when pinned: the plain folder, the pinned commit
+    task = registry.create("task", "ifir:cds", context)
+    assert task.files[0].path == "ifir/cds/cds-corpus.jsonl" and f"/resolve/{rev}/cds/" in task.files[0].url
+    fixture = Context.create(registry=registry, data_dir=FIXTURE)  # the files in place: nothing to fetch
+    assert registry.create("task", "ifir:fiqa", fixture).files == []

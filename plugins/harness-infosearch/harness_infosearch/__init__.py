@@ -43,10 +43,13 @@ def _load_dataset(context=None, **kwargs):
 
 
 def _dimension_dataset(dim: Dimension):
-    def factory(context=None, **kwargs):
+    def factory(context=None, revision: str | None = None, **kwargs):
         from .data import load_infosearch_dataset
 
-        return load_infosearch_dataset(**{"path": dim.folder, "name": dim.task_name, **kwargs}, context=context)
+        d = dim.at_revision(revision)
+        source = {"repo": d.hub_repo, "revision": d.hub_revision} if d.hub_repo and d.path is None else {}
+        return load_infosearch_dataset(**{"path": d.folder, "name": d.task_name, **source, **kwargs},
+                                       context=context)
 
     return factory
 
@@ -63,10 +66,11 @@ def _metric(cls_name: str):
 @hookimpl
 def register_datasets(register):
     register("infosearch", _load_dataset,
-             "InfoSearch dimension folder (corpus, queries, qrels_{og,changed,reversed}, top_ranked; JSONL or "
-             "Parquet): modes og/changed/reversed")
+             "InfoSearch dimension folder (corpus, queries, qrels_{og,changed,reversed}, optional top_ranked; "
+             "JSONL or Parquet): modes og/changed/reversed")
     for dim in BUILTIN_DIMENSIONS:
-        register(dim.task_name, _dimension_dataset(dim), f"InfoSearch {dim.hub_name} from the data folder")
+        register(dim.task_name, _dimension_dataset(dim),
+                 f"InfoSearch {dim.hub_name} from the data folder (revision=COMMIT: another snapshot's folder)")
 
 
 @hookimpl

@@ -7,7 +7,7 @@ Layout (FollowIR family; ``jianqunZ/<Dim>-v1`` on the Hugging Face hub)::
     qrels_og/test.jsonl          query-id, corpus-id, score
     qrels_changed/test.jsonl
     qrels_reversed/test.jsonl
-    top_ranked.jsonl             qid, pid (a list of doc ids, or one per line)   [optional]
+    top_ranked.jsonl             qid, pid (a list of doc ids, or one per line)   [optional; not on the hub]
 
 Each table may instead be gzipped JSONL or a Parquet export: ``corpus.parquet``, a ``corpus/``
 folder of ``*.parquet`` shards, ``qrels_og/test.parquet`` or ``qrels_og/test-*.parquet``.
@@ -51,6 +51,8 @@ def load_infosearch_dataset(
     name: str | None = None,
     split: str = "test",
     context: Context | None = None,
+    repo: str | None = None,
+    revision: str | None = None,
 ) -> Dataset:
     """One InfoSearch dimension: modes ``og``, ``changed``, ``reversed`` over one corpus.
 
@@ -59,7 +61,9 @@ def load_infosearch_dataset(
     ``"{text} {instruction}"`` joins them as the official code does. ``meta["group"]`` is the core
     query text (the variants Robustness@10 takes the minimum over). The query set is every query
     that has judgments in any mode (the same ids in every mode). ``top_ranked``, when present,
-    becomes every mode's candidate list.
+    becomes every mode's candidate list; without it (the hub's layout) the task retrieves over the
+    corpus, as the official code does. ``repo`` and ``revision`` (where the files were fetched from)
+    go into the dataset identity beside each file's sha256 and size.
     """
     data = Context.of(context).data
     folder = data.resolve(path)
@@ -128,7 +132,8 @@ def load_infosearch_dataset(
         queries=queries,
         qrels=qrels,
         candidates=candidates,
-        identity={"name": label, "files": [data.file_identity(p) for p in files], "split": split},
+        identity={"name": label, "files": [data.file_identity(p) for p in files], "split": split,
+                  **({"repo": repo} if repo else {}), **({"revision": revision} if revision else {})},
         meta={"benchmark": "InfoSearch", "folder": str(folder)},
     )
     ds.meta["unknown_ids"] = ds.validate()

@@ -72,10 +72,10 @@ def sicr_indicator(ranks: tuple[int, int, int], scores: tuple[float, float, floa
 
 def pmrr_doc(r_og: int, r_new: int) -> float:
     """FollowIR's p-MRR for one document: R_new / R_og - 1 if R_og >= R_new (the code's ``>=``; a tie
-    gives 0), else 1 - R_og / R_new."""
-    if r_og >= r_new:
-        return r_new / r_og - 1.0
-    return 1.0 - r_og / r_new
+    gives 0), else 1 - R_og / R_new (the core's :func:`harness.metrics.pmrr_doc`)."""
+    from harness.metrics import pmrr_doc as core_pmrr_doc
+
+    return core_pmrr_doc(r_og, r_new)
 
 
 # -- ranks out of runs --------------------------------------------------------------------------
@@ -203,18 +203,21 @@ class PMRR(_CrossMode):
     names = ["p-MRR"]
 
     def compute(self, inp: MetricInput) -> MetricResult:
+        from harness.metrics import p_mrr
+
         ori, ins, _ = self.modes
         self._check(inp, (ori, ins))
-        pos_ori, pos_ins = _Positions(inp.runs[ori]), _Positions(inp.runs[ins])
-        per: dict[str, dict[str, float]] = {}
+        counted: dict[str, list[str]] = {}
         for qid, docs in inp.qrels[ins].items():
             if qid not in inp.runs[ori]:
                 continue
             og_pos = inp.qrels[ori].relevant(qid)
             demoted = [d for d, g in docs.items() if g < 1 and d in og_pos]
             if demoted:
-                per[qid] = {"p-MRR": _mean([pmrr_doc(pos_ori(qid, d)[0], pos_ins(qid, d)[0]) for d in demoted])}
-        return MetricResult({"p-MRR": _mean([v["p-MRR"] for v in per.values()])}, per)
+                counted[qid] = demoted
+        # ranks are the runs' positions (ties already broken by the pipeline): the tie rule "order"
+        value, per = p_mrr(counted, inp.runs[ori].to_dict(), inp.runs[ins].to_dict(), ties="order")
+        return MetricResult({"p-MRR": value}, {q: {"p-MRR": v} for q, v in per.items()})
 
 
 class GoldRank(_CrossMode):
@@ -234,28 +237,19 @@ class GoldRank(_CrossMode):
 class Robustness:
     """Robustness@k (InstructIR, the paper's App. B): per mode, the mean over core queries of the
     minimum nDCG@k over that query's instruction variants (queries sharing ``meta["group"]``, the
-    core query text). nDCG@k is the core's standard measure (pytrec_eval)."""
+    core query text). The core's :class:`harness.metrics.Robustness` (``group="meta"``) computes it,
+    the one implementation the InstructIR plugin shares."""
 
     per_mode = True
 
     def __init__(self, cutoff: int = 10):
-        self.k = int(cutoff)
-        self.names = [f"Robustness@{self.k}"]
+        from harness.metrics import Robustness as CoreRobustness
+
+        self._core = CoreRobustness(cutoff=cutoff, group="meta")
+        self.k, self.names = self._core.k, self._core.names
 
     def config(self) -> dict[str, Any]:
         return {"k": self.k, "group": "meta['group'] (core query text)"}
 
     def compute(self, inp: MetricInput) -> MetricResult:
-        from harness.metrics import StandardMetric
-
-        (mode,) = inp.runs
-        ndcg_name = f"nDCG@{self.k}"
-        res = StandardMetric(name=ndcg_name).compute(inp)
-        queries = inp.dataset.queries.get(mode, {})
-        groups: dict[str, list[float]] = {}
-        for qid, vals in res.per_query.items():
-            q = queries.get(qid)
-            key = str(q.meta.get("group", q.text)) if q is not None else qid
-            groups.setdefault(key, []).append(vals[ndcg_name])
-        name = self.names[0]
-        return MetricResult({name: _mean([min(v) for v in groups.values()])})
+        return self._core.compute(inp)

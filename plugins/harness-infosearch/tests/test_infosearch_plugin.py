@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from harness import Context, evaluate
+from harness import Context, DataError, evaluate
 from harness.formats import read_trec_run
 from harness.testing import plugin_registry
 
@@ -101,17 +101,86 @@ def test_metric_options_report_side_by_side(context):
     assert {"WISE", "WISE-paper", "WISE@10", "WISE@10-per", "SICR", "SICR-paper", "MRR@1[changed]"} <= set(res.metrics)
 
 
+#: what each hub repository jianqunZ/<Dim>-v1 holds (the InfoSearch notes): no top_ranked.jsonl
+HUB_REPO_FILES = ("corpus.jsonl", "queries.jsonl", "qrels_og/test.jsonl", "qrels_og/test.tsv",
+                  "qrels_changed/test.jsonl", "qrels_changed/test.tsv", "qrels_reversed/test.jsonl",
+                  "qrels_reversed/test.tsv", "empty_scores.json", "README.md")
+READ_BY_THE_LOADER = {"corpus.jsonl", "queries.jsonl", "qrels_og/test.jsonl", "qrels_changed/test.jsonl",
+                      "qrels_reversed/test.jsonl"}
+
+
 def test_tasks_name_the_hub_files(registry, tmp_path):
     empty = Context.create(registry=registry, data_dir=tmp_path)  # the task lists the hub files to fetch
     task = registry.create("task", "infosearch:keyword", empty)
     assert task.dataset_args["path"] == "infosearch/Clarity-v1"
-    urls = [f.url for f in task.files]
-    assert "https://huggingface.co/datasets/jianqunZ/Clarity-v1/resolve/main/qrels_og/test.jsonl" in urls
-    assert len(task.files) == 6
+    base = "https://huggingface.co/datasets/jianqunZ/Clarity-v1/resolve/4c1892c874d09877c00243fac16452f3353039aa/"
+    assert sorted(f.url for f in task.files) == sorted(base + f for f in READ_BY_THE_LOADER)
+    assert {f.path for f in task.files} == {f"infosearch/Clarity-v1/{f}" for f in READ_BY_THE_LOADER}
+    assert READ_BY_THE_LOADER <= set(HUB_REPO_FILES)  # every file asked for exists upstream
     full = Context.create(registry=registry, data_dir=FIXTURE)  # complete tables present: nothing to fetch
     assert registry.create("task", "infosearch:language", full).files == []
     assert [d.name for d in dimensions.registered_dimensions(registry)] == [
         "audience", "keyword", "format", "language", "length", "source"]
+
+
+def test_every_dimension_is_pinned_to_a_full_commit(registry, tmp_path):
+    empty = Context.create(registry=registry, data_dir=tmp_path)
+    for dim in dimensions.BUILTIN_DIMENSIONS:
+        task = registry.create("task", dim.task_name, empty)
+        if dim.hub_name in dimensions.UNPINNED:  # Length: main, resolved to its commit when downloaded
+            assert {f.url.split("/resolve/")[1].split("/")[0] for f in task.files} == {"main"}
+            assert all(f.unpinned == dimensions.UNPINNED[dim.hub_name] for f in task.files)
+            assert task.dataset_args["revision"] is None
+            continue
+        rev = dimensions.REVISIONS[dim.hub_name]
+        assert len(rev) == 40 and all(c in "0123456789abcdef" for c in rev), dim.hub_name
+        assert {f.url.split("/resolve/")[1].split("/")[0] for f in task.files} == {rev}
+        assert not any(f.unpinned for f in task.files)
+        assert task.dataset_args["revision"] == rev and task.dataset_args["repo"] == f"jianqunZ/{dim.hub_name}"
+    # the official metadata gives Length the id of Language, which the Hub cannot serve for Length-v1:
+    # Length is the one dimension left unpinned (docs/infosearch.md)
+    assert set(dimensions.UNPINNED) == {"Length-v1"} and "Length-v1" not in dimensions.REVISIONS
+
+
+def test_revision_argument_overrides_the_pin(registry, tmp_path):
+    empty = Context.create(registry=registry, data_dir=tmp_path)
+    rev = "0123456789abcdef0123456789abcdef01234567"
+    task = registry.create("task", f"infosearch:length:revision={rev}", empty)
+    assert task.name == "infosearch:length" and task.dataset_args["revision"] == rev
+    assert task.dataset_args["path"] == f"infosearch/Length-v1@{rev}"  # another snapshot, another folder
+    assert {f.url for f in task.files} == {
+        f"https://huggingface.co/datasets/jianqunZ/Length-v1/resolve/{rev}/{f}" for f in READ_BY_THE_LOADER}
+    pinned = dimensions.REVISIONS["Language-v1"]  # naming the pin itself keeps the usual folder
+    assert registry.create("task", f"infosearch:language:revision={pinned}", empty).dataset_args["path"] == (
+        "infosearch/Language-v1")
+    own = dimensions.Dimension("tone", "Tone-v1", repo="someone/Tone-v1")  # another repository: no pin to assume
+    with pytest.raises(DataError, match=r"someone/Tone-v1 has no pinned revision.*infosearch:tone:revision=COMMIT"):
+        own.task(empty)
+    assert own.at_revision(rev).hub_files()[0].url == (
+        f"https://huggingface.co/datasets/someone/Tone-v1/resolve/{rev}/corpus.jsonl")
+
+
+def test_without_top_ranked_the_dimension_is_retrieved_over_the_corpus(registry, tmp_path):
+    """The hub's layout has no top_ranked.jsonl: the tables are complete, nothing is fetched, and the task
+    retrieves over the whole corpus (as the official code does); the identity names every file read."""
+    folder = tmp_path / "infosearch" / "Language-v1"
+    shutil.copytree(LANG, folder, ignore=shutil.ignore_patterns("top_ranked.jsonl"))
+    assert has_tables(folder)
+    context = Context.create(registry=registry, data_dir=tmp_path)
+    task = registry.create("task", "infosearch:language", context)
+    assert task.files == [] and task.first_stage == "retrieve"
+    res = evaluate("infosearch:language", retriever="bm25", context=context, progress=False, metrics=["nDCG@10"])
+    assert res.dataset.candidates is None
+    ident = res.dataset.identity
+    assert ident["revision"] == dimensions.REVISIONS["Language-v1"] and ident["repo"] == "jianqunZ/Language-v1"
+    assert {f["path"] for f in ident["files"]} == {f"infosearch/Language-v1/{f}" for f in READ_BY_THE_LOADER}
+    assert all(f["sha256"] == _sha256(folder / f["path"].split("/", 2)[2]) for f in ident["files"])
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_register_dimension_rejects_bad_names():

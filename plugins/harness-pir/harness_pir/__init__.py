@@ -27,7 +27,7 @@ __version__ = "0.1.0"
 TASKS = ("agnews", "story", "perspectrum", "ambigqa", "allsides", "exfever")
 
 DEMO_PATH = "pir/demo_pir_dataset.json"
-DEMO_URL = "https://raw.githubusercontent.com/colinzhaoust/pir/cad87350/demo_pir_dataset.json"
+DEMO_URL = "https://raw.githubusercontent.com/colinzhaoust/pir/cad87350f445eb535712efbd1373fd3f72152ec1/demo_pir_dataset.json"
 DEMO_SHA256 = "6f1a07a86499072f164a7fc37860dc5559ede8a0f2848ae0edd1ae879c3bd2c5"
 DEMO_SIZE = 4061371
 

@@ -1,0 +1,59 @@
+"""The compare page's payload: per-query deltas, wins / ties / losses and the paired tests that
+``harness compare`` computes (:func:`harness.compare.analysis.compare`, reused as is)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from harness.compare.analysis import compare
+from harness.compare.runs import System, TaskResult
+from harness.concepts.errors import HarnessError
+from harness.view.catalog import Catalog, RunEntry, _member_task
+
+#: resamples of the randomization test (``harness compare``'s default)
+PERMUTATIONS = 10_000
+#: a tie, as ``harness compare`` counts one
+TIE = 1e-12
+
+
+def _system(c: Catalog, r: RunEntry, name: str) -> System:
+    task = _member_task(r) if r.suite else r.stored.task_name
+    s = System(name, r.folder, r.stored)
+    s.tasks[task] = TaskResult(task, r.folder, r.stored, r.per_query())
+    return s
+
+
+def compare_payload(c: Catalog, ids: list[str], permutations: int = PERMUTATIONS, seed: int = 0) -> dict[str, Any]:
+    """Runs ``ids`` (the first is the baseline) of one task: the tests per metric, and per metric and
+    system the per-query differences (system - baseline) sorted, with W/T/L."""
+    if len(ids) < 2 or len(set(ids)) != len(ids):
+        raise HarnessError("compare needs two or more different runs")
+    runs = [c.get(i) for i in ids]
+    if any(r.stored.is_suite for r in runs):
+        raise HarnessError("compare a suite's members (its tasks), not the suite")
+    names = [f"{r.id}: {r.label}" for r in runs]
+    systems = [_system(c, r, n) for r, n in zip(runs, names)]
+    tasks = {next(iter(s.tasks)) for s in systems}
+    if len(tasks) != 1:
+        raise HarnessError(f"the runs are of different tasks ({', '.join(sorted(tasks))}); compare runs of one task")
+    res = compare(systems, permutations=permutations, seed=seed, fill="drop", tukey=len(systems) > 2)
+    task = tasks.pop()
+    deltas: dict[str, list[dict[str, Any]]] = {}
+    for mc in res.results:
+        base = systems[0].tasks[task].per_query
+        per: list[dict[str, Any]] = []
+        for s in systems[1:]:
+            rows = s.tasks[task].per_query
+            items = []
+            for q, row in base.items():
+                a, b = row.get(mc.metric), rows.get(q, {}).get(mc.metric)
+                if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)):
+                    continue
+                items.append([q, a, b, b - a])
+            items.sort(key=lambda x: (-x[3], x[0]))
+            per.append({"system": s.name, "queries": items,
+                        "wins": sum(1 for x in items if x[3] > TIE), "losses": sum(1 for x in items if x[3] < -TIE),
+                        "ties": sum(1 for x in items if abs(x[3]) <= TIE)})
+        deltas[mc.metric] = per
+    return {"ids": ids, "names": names, "task": task, "comparison": res.as_dict(), "deltas": deltas}
