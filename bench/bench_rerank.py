@@ -7,7 +7,7 @@ The model is MiniLM-sized (6 layers, hidden 384, 12 heads, the configuration of
 WordPiece vocabulary: no cross-encoder weights are packaged, and the cost does not depend on the
 weights' values. Checked: the two ways give the same scores (max abs difference printed).
 
-    HARNESS_DATA=../shared/data python bench/bench_rerank.py [--batch-size 32] [--threads N] [--json]
+    HARNESS_DATA=../shared/data python bench/bench_rerank.py [--batch-size 32] [--threads N] [--queries N] [--json]
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--queries", type=int, default=0, help="the first N queries only (0: all 43)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     os.environ.setdefault("HARNESS_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -57,7 +58,8 @@ def main() -> None:
     ds = harness.load_dataset("trec-dl19")
     mode = next(iter(ds.modes))
     run, queries = ds.candidates[mode], ds.queries[mode]
-    qids = [q for q in run if q in queries]
+    qids = [q for q in run if q in queries][:args.queries or None]
+    run = harness.Run({q: run[q] for q in qids}, name=run.name)
     pairs = [(queries[q].text, ds.corpus[d].full_text()) for q in qids for d, _ in run[q] if d in ds.corpus]
     with tempfile.TemporaryDirectory() as tmp:
         folder = build_model(Path(tmp) / "minilm-ce")

@@ -10,13 +10,14 @@ no model library or SDK is imported until a component is used.
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from harness.runtime.exports import lazy_exports
 
 __version__ = "0.1.0"
 
-_EXPORTS = {
+_EXPORTS = MappingProxyType({
     # the data model
     "Query": "harness.concepts.query",
     "format_query": "harness.concepts.query",
@@ -61,11 +62,11 @@ _EXPORTS = {
     "build_index": "harness.api",
     "index_info": "harness.api",
     "verify_index": "harness.api",
-    "task_queries": "harness.evaluation.pipeline",
+    "task_queries": "harness.evaluation.stages",
     "EvalResult": "harness.results.result",
     "render_table": "harness.results.table",
     "read_results": "harness.results.store",
-}
+})
 
 if TYPE_CHECKING:  # pragma: no cover
     from harness.api import (  # noqa: F401
@@ -100,7 +101,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from harness.concepts.task import DataFile, Task  # noqa: F401
     from harness.concepts.uncertainty import Uncertainty  # noqa: F401
     from harness.data.folder import DataFolder  # noqa: F401
-    from harness.evaluation.pipeline import task_queries  # noqa: F401
+    from harness.evaluation.stages import task_queries  # noqa: F401
     from harness.plugins.hookspecs import hookimpl  # noqa: F401
     from harness.plugins.host import PluginHost  # noqa: F401
     from harness.plugins.lazy import lazy  # noqa: F401

@@ -11,11 +11,12 @@ from typing import Any
 
 from harness.concepts.dataset import Dataset
 from harness.concepts.errors import HarnessError
-from harness.concepts.protocols import MetricInput, MetricResult
+from harness.concepts.protocols import MetricResult
 from harness.concepts.qrels import Qrels
 from harness.concepts.run import Run
 from harness.concepts.task import Task
-from harness.evaluation.pipeline import EvalResult, evaluate, load_task_dataset
+from harness.evaluation.pipeline import EvalResult, evaluate
+from harness.evaluation.stages import apply_metrics, load_task_dataset
 from harness.runtime.context import Context, ensure_context
 
 
@@ -41,7 +42,8 @@ def score(
     """Score a run against qrels (objects or TREC files), like trec_eval.
 
     Unlike trec_eval, a run that shares no query with the qrels (nothing to average over) raises
-    :class:`HarnessError`, as does an empty run file."""
+    :class:`HarnessError`, as does an empty run file. Per-mode metrics only (one run has one mode),
+    merged by the same rule as :func:`evaluate`'s (their uncertainty, details and notes included)."""
     from harness.formats.trec import read_qrels, read_run
     from harness.metrics.resolve import resolve_metrics
 
@@ -54,17 +56,8 @@ def score(
             f"no query of {run_name} has judgments in {qrels_name}, so there is nothing to score "
             f"(run queries: {_some(r)}; judged queries: {_some(q)}); check that both use the same query ids"
         )
-    ds = Dataset.single("score", {}, {}, q)
-    agg: dict[str, float] = {}
-    per: dict[str, dict[str, float]] = {}
-    for metric in resolve_metrics(ensure_context(context).registry, list(metrics)):
-        if not metric.per_mode:
-            continue
-        res = metric.compute(MetricInput({"default": r}, {"default": q}, ds))
-        agg.update(res.aggregate)
-        for qid, vals in res.per_query.items():
-            per.setdefault(qid, {}).update(vals)
-    return MetricResult(agg, per)
+    per_mode = [m for m in resolve_metrics(ensure_context(context).registry, list(metrics)) if m.per_mode]
+    return apply_metrics(per_mode, {"default": r}, Dataset.single("score", {}, {}, q))
 
 
 def _some(ids: Any, n: int = 3) -> str:
@@ -86,7 +79,7 @@ def build_index(output: str | Path, *, task: str | None = None, dataset: str | N
     kept. Returns a :class:`~harness.retrievers.dense.build.BuildReport`; search the index with
     ``--retriever dense:index=FOLDER``. ``retriever="bm25"`` (or ``bm25:k1=...``) tokenizes and weights
     the corpus once into a BM25 index instead, searched with ``bm25:index=FOLDER``."""
-    from harness.evaluation.pipeline import resolve_task
+    from harness.evaluation.stages import resolve_task
     from harness.retrievers.dense import build as builder
     from harness.retrievers.dense.index import DEFAULT_SHARD_SIZE
 

@@ -300,3 +300,65 @@ def test_an_index_built_through_the_api_is_searched_with_the_same_model(tmp_path
         with pytest.raises(HarnessError):
             evaluate("demo", retriever=spec(srv, index=tmp_path / "idx", dimensions=8), context=ctx(tmp_path),
                      progress=False)
+
+
+def test_dense_on_an_api_index_names_the_spec_that_searches_it(tmp_path):
+    import subprocess
+    import sys
+
+    from harness.api import build_index
+
+    folder = tmp_path / "idx"
+    with TestServer() as srv:
+        build_index(folder, task="demo", retriever=spec(srv, dimensions=16), context=ctx(tmp_path))
+        res = subprocess.run([sys.executable, "-m", "harness.cli", "eval", "--task", "demo", "-q", "--retriever",
+                              f"dense:index={folder}"], capture_output=True, text=True, timeout=300)
+        assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+        hint = f"openai-embeddings:index={folder},model={MODEL},dimensions=16"
+        assert res.stderr.strip().splitlines() == [
+            f"Error: dense:index: this index was built with the API model {MODEL!r} (openai-embeddings); search it "
+            f"with {hint}[,base_url=...]"]
+        named = evaluate("demo", retriever=f"{hint},base_url={srv.openai_base_url}", context=ctx(tmp_path),
+                         progress=False)
+        direct = evaluate("demo", retriever=spec(srv, dimensions=16), context=ctx(tmp_path), progress=False)
+        assert named.complete and named.runs["default"] == direct.runs["default"]  # the spec named searches it
+
+
+def test_a_batch_run_killed_after_submission_is_collected_by_the_rerun_and_nothing_is_submitted_twice(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from harness.formats.trec import read_run
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    env.update(HARNESS_CACHE_DIR=str(tmp_path / "cache"), HARNESS_BATCH_POLL="0.02")
+    with TestServer(batch_delay=3600) as srv:
+        direct = evaluate("demo", retriever=spec(srv), context=ctx(tmp_path / "direct"), progress=False)
+        sent_directly = srv.requests_total  # POSTs to /v1/embeddings (a batch's lines are not requests)
+        args = [sys.executable, "-m", "harness.cli", "eval", "--task", "demo", "-q", "--retriever",
+                spec(srv, provider="openai"), "--llm-batch", "-o", str(tmp_path / "out")]
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while not (srv.batch_submissions >= 1 and srv.batch_polls >= 1) and proc.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.005)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert proc.returncode == -signal.SIGKILL, proc.stderr.read()
+        assert srv.batch_submissions == 1  # the documents' batch, held in progress by the server
+        documents = len(srv.batch_requests)
+        assert documents == len(direct.dataset.corpus)
+        srv.batch_delay = 0  # the provider finishes while nobody watches
+        rerun = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+        assert rerun.returncode == 0, rerun.stderr
+        # the rerun adopted the documents' batch and submitted only the queries' batch: no line twice
+        assert srv.batch_submissions == 2 and max(srv.batch_requests.values()) == 1
+        assert len(srv.batch_requests) == documents + len(direct.runs["default"])
+        assert srv.requests_total == sent_directly  # nothing went around the Batch API
+    assert read_run(tmp_path / "out" / "run.trec") == direct.runs["default"]
+    data = json.loads((tmp_path / "out" / "results.json").read_text())
+    usage = data["usage"]["models"][f"openai:{MODEL}"]
+    assert usage["batch"]["calls"] == usage["calls"] == len(srv.batch_requests)  # the rerun paid for every text

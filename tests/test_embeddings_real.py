@@ -89,8 +89,8 @@ def test_openai_embeddings_on_llama_cpp_ranks_as_the_sdk_vectors(server, tmp_pat
 
     base = f"{server.url}/v1"
     vectors = fetch(base, server.alias, want_groups)
-    again = fetch(base, server.alias, want_groups)
-    assert all(np.array_equal(vectors[t], again[t]) for t in vectors)  # the server is deterministic
+    again = fetch(base, server.alias, want_groups[-1:])  # the smallest group (the queries): embedding is slow here
+    assert all(np.array_equal(vectors[t], v) for t, v in again.items())  # the server is deterministic
     docs = np.stack([vectors[t] for t in doc_texts])
     assert not np.allclose(np.linalg.norm(docs, axis=1), 1.0)  # llama.cpp's Gemma vectors are not unit length
     docs /= np.linalg.norm(docs, axis=1, keepdims=True)

@@ -60,7 +60,8 @@ def hub() -> Iterator[HubServer]:
 
 def user_env(tmp_path: Path, hub: HubServer, mirror: str | None = None, token: str | None = None) -> dict[str, str]:
     """The environment of a user behind the Hub imitation: an empty data folder, a home of its own."""
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HARNESS_DATA_URL")}
+    env = {k: v for k, v in hub.environ().items() if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",
+                                                                 "HARNESS_DATA_URL")}
     for name in ("data", "home", "hf-home", "xdg", "cache"):
         (tmp_path / name).mkdir(parents=True, exist_ok=True)
     env.update(HF_ENDPOINT=hub.endpoint, HF_HOME=str(tmp_path / "hf-home"), HOME=str(tmp_path / "home"),

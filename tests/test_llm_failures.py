@@ -33,6 +33,7 @@ from harness.llm import (
 from harness.llm.cache import LLMCache
 from harness.llm.endpoint import Endpoint
 from harness.plugins.host import PluginHost
+from harness.runtime.extras import available
 from harness.testing import ScriptedReply, TestServer
 from harness.testing.llm_server import last_user_text
 
@@ -192,6 +193,8 @@ print("ok", flush=True)
 """
 
 
+@pytest.mark.skipif(not available("openai"),
+                    reason="the OpenAI SDK is not installed (pip install 'harness-ir[openai]')")
 def test_two_processes_on_one_cache_send_each_request_once(tmp_path):
     script = tmp_path / "workload.py"
     script.write_text(WORKLOAD)

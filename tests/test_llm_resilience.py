@@ -15,6 +15,7 @@ import pytest
 
 from harness.llm import AuthError, BadRequest, LLMSession, LLMSettings, RetryPolicy
 from harness.llm.cache import LLMCache
+from harness.runtime.extras import available
 from harness.testing import ScriptedReply, TestServer
 from harness.testing.llm_server import last_user_text
 
@@ -46,6 +47,8 @@ def _cached_texts(cache_dir) -> set[str]:
         cache.close()
 
 
+@pytest.mark.skipif(not available("openai"),
+                    reason="the OpenAI SDK is not installed (pip install 'harness-ir[openai]')")
 def test_sigkill_halfway_then_rerun_sends_only_missing_calls(tmp_path):
     n = 200
     script = tmp_path / "workload.py"

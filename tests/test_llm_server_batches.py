@@ -9,11 +9,13 @@ import time
 import urllib.request
 from typing import Any
 
-import anthropic
-import openai
 import pytest
 
 from harness.testing.llm_server import ScriptedReply, TestServer
+
+openai = pytest.importorskip("openai", reason="the OpenAI SDK is not installed (pip install 'harness-ir[openai]')")
+anthropic = pytest.importorskip(
+    "anthropic", reason="the Anthropic SDK is not installed (pip install 'harness-ir[anthropic]')")
 
 MODEL = "gpt-test"
 

@@ -131,8 +131,10 @@ def test_chat_request_coerce():
 def test_parse_retry_after():
     assert parse_retry_after({"retry-after": "3"}) == 3.0
     assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
-    when = email.utils.formatdate(time.time() + 30, usegmt=True)
-    assert 25 < parse_retry_after({"retry-after": when}) <= 31
+    now = 1_700_000_000.0  # an HTTP date is read against the clock passed in, not the machine's
+    when = email.utils.formatdate(now + 30, usegmt=True)
+    assert parse_retry_after({"retry-after": when}, now=now) == 30.0
+    assert parse_retry_after({"retry-after": email.utils.formatdate(now - 5, usegmt=True)}, now=now) == 0.0
     assert parse_retry_after({"retry-after": "soon"}) is None
     assert parse_retry_after({}) is None
 
@@ -250,7 +252,10 @@ def test_price_lookup_prefix_and_override(tmp_path):
     bad.write_text('{"m": {"input": -1, "output": 1}}')
     with pytest.raises(HarnessError, match="bad.json"):
         PriceTable.load(bad)
-    assert all(i >= 0 and o >= i for i, o in BUILTIN_PRICES.values())
+    # generation: output costs at least input; embeddings: input only (an embedding has no output tokens)
+    assert all(i >= 0 and (o >= i or ("embedding" in k and o == 0)) for k, (i, o) in BUILTIN_PRICES.items())
+    assert {k for k, (i, o) in BUILTIN_PRICES.items() if o == 0 and i > 0} == {
+        "openai:text-embedding-3-small", "openai:text-embedding-3-large", "openai:text-embedding-ada-002"}
 
 
 def test_usage_counts_and_table():
@@ -294,18 +299,23 @@ def test_bounded_map_order_bound_and_laziness():
 
 
 def test_bounded_map_stops_on_error():
-    seen = []
+    """Items 0-2 are held until item 3 has failed and its worker has stopped the pool: the three
+    workers finish the item in hand and take no other, so exactly four items ever start."""
+    seen, failing, failed = [], [], threading.Event()
 
     def f(x):
         seen.append(x)
         if x == 3:
+            failing.append(threading.current_thread())
+            failed.set()
             raise KeyError("boom")
-        time.sleep(0.002)
+        failed.wait()
+        failing[0].join()  # the failing worker exits right after it stops the pool
         return x
 
     with pytest.raises(KeyError):
         bounded_map(f, range(10_000), 4)
-    assert len(seen) < 100
+    assert sorted(seen) == [0, 1, 2, 3]
 
 
 # -- dry run, misc ---------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ def pushed_repository() -> dict[str, bytes]:
 @pytest.fixture
 def hub(monkeypatch, tmp_path):
     with HubServer() as server:
-        monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
+        server.online(monkeypatch)
         monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
         monkeypatch.setenv("HARNESS_AUTO_DOWNLOAD", "1")
         monkeypatch.setenv("HARNESS_PROGRESS", "0")

@@ -47,6 +47,7 @@ def _name(req: str | Requirement) -> str:
 
 @pytest.fixture(scope="module")
 def core_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("hatchling", reason="building a wheel needs hatchling (pip install 'harness-ir[test]')")
     return build_wheel(REPO, tmp_path_factory.mktemp("core-wheel"))
 
 

@@ -124,8 +124,16 @@ def test_modes_chain_judge_and_cross_mode_metric(tmp_path):
     assert all(r.is_strictly_decreasing() for r in res.runs.values())
     files = sorted(p.name for p in tmp_path.iterdir())
     assert files == ["judgments.jsonl", "per_query.jsonl", "qrels.jsonl", "queries.jsonl", "results.json",
-                     "run.changed.trec", "run.og.trec", "run.reversed.trec"]  # queries, qrels: harness view's
+                     "run.changed.trec", "run.first_stage.changed.trec", "run.first_stage.og.trec",
+                     "run.first_stage.reversed.trec", "run.og.trec", "run.reversed.trec"]  # + harness view's
     data = json.loads((tmp_path / "results.json").read_text())
+    # each stage's ranking is kept: the first stage's equals the retriever's own run, before the swaps
+    alone = evaluate(task, metrics=["nDCG@1"], registry=reg, progress=False)
+    for mode in ("og", "changed", "reversed"):
+        assert res.first_stage_runs[mode].doc_ids("q1") == alone.runs[mode].doc_ids("q1")
+        assert data["files"][f"first_stage[{mode}]"] == f"run.first_stage.{mode}.trec"
+        lines = (tmp_path / f"run.first_stage.{mode}.trec").read_text().splitlines()
+        assert [ln.split()[2] for ln in lines if ln.startswith("q1 ")] == alone.runs[mode].doc_ids("q1")
     assert [r["spec"] for r in data["components"]["rerankers"]] == ["swap", "swap"]
     assert data["components"]["judge"]["args"] == {}
     assert data["dataset"]["modes"] == ["og", "changed", "reversed"]

@@ -23,7 +23,7 @@ from harness.testing.synthetic import (
     write_results_folder,
 )
 
-DIMS, SYSTEMS = INFOSEARCH_DIMS, DEMO_SYSTEMS
+DIMS, SYSTEMS = list(INFOSEARCH_DIMS), list(DEMO_SYSTEMS)
 
 
 @pytest.fixture(scope="module")

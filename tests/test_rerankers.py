@@ -195,3 +195,28 @@ def test_rankllama_equals_peft_merged_model(tmp_path):
     assert out.is_strictly_decreasing()
     warm = RankLlamaReranker(model=str(adapter), cache_dir=str(tmp_path / "s"))
     assert warm.rerank(QUERIES, RUN, CORPUS) == out and warm.stats()["computed"] == 0
+
+
+def test_missing_extra_fails_at_creation_with_the_install_line(monkeypatch, tmp_path):
+    import sys
+
+    from harness.rerankers.cross_encoder import CrossEncoderReranker
+    from harness.rerankers.rankllama import RankLlamaReranker
+
+    monkeypatch.setitem(sys.modules, "peft", None)
+    with pytest.raises(HarnessError, match=r"peft: pip install 'harness-ir\[rankllama\]'"):
+        RankLlamaReranker(model=str(tmp_path))
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    with pytest.raises(HarnessError, match=r"pip install 'harness-ir\[dense\]'"):
+        CrossEncoderReranker(model=str(tmp_path))
+
+
+def test_registered_as_builtins_and_created_from_a_spec(tmp_path):
+    from harness import PluginHost
+
+    folder = save_t5(tmp_path / "t5")
+    registry = PluginHost().registry
+    comp = registry.create("reranker", f"monot5:model={folder},batch_size=2,cache=false")
+    assert comp.batch_size == 2 and comp.rerank(QUERIES, RUN, CORPUS).is_strictly_decreasing()
+    for name in ("cross-encoder", "monot5", "tart", "rankllama", "true-false"):
+        assert name in registry.names("reranker")

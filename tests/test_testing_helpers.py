@@ -6,12 +6,15 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from harness.testing.venv import build_wheel, fresh_venv, pip
 
 from .plugin_fixtures import GOOD_PLUGIN
 
 
 def test_wheel_install_and_uninstall_in_fresh_venv(tmp_path):
+    pytest.importorskip("hatchling", reason="building a wheel needs hatchling (pip install 'harness-ir[test]')")
     project = tmp_path / "harness-echo"
     (project / "harness_echo_plugin").mkdir(parents=True)
     (project / "harness_echo_plugin" / "__init__.py").write_text(GOOD_PLUGIN.replace('"bm25"', '"echo2"'))

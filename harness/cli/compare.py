@@ -12,7 +12,7 @@ MAX_PERMUTATIONS = 1_000_000
 #: the largest ``--seed`` (numpy seeds are non-negative)
 MAX_SEED = 2**32 - 1
 
-_COMMON_OPTIONS = [
+_COMMON_OPTIONS = (
     click.argument("results", nargs=-1, required=True),
     click.option("--baseline", help="The system the others are tested against (default: the first)."),
     click.option("--metric", "metrics", multiple=True,
@@ -29,7 +29,7 @@ _COMMON_OPTIONS = [
                  help="Queries missing from some runs: error, count as 0, or leave out."),
     click.option("--name", "names", multiple=True,
                  help="Names for the systems, in order (default: folder names; or give RESULTS as NAME=DIR)."),
-]
+)
 
 
 def _apply(options):

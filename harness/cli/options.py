@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import click
@@ -202,6 +203,28 @@ LLM_OPTIONS = (
 )
 
 
+#: the options that are LLM settings (:mod:`harness.llm.precedence`): option parameter -> setting
+_SETTING_OF = MappingProxyType({"llm": "llm", "max_concurrency": "max_concurrency", "llm_timeout": "timeout",
+                                "llm_connect_timeout": "connect_timeout", "llm_budget": "budget"})
+
+
+def _with_origins(settings: Any) -> Any:
+    """``settings`` with each option's origin recorded: ``cli option`` when typed, ``env`` when click
+    read it from its variable (results.json says which)."""
+    from dataclasses import replace
+
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return settings
+    labels = {ParameterSource.COMMANDLINE: "cli option", ParameterSource.ENVIRONMENT: "env"}
+    found = {name: labels[src] for param, name in _SETTING_OF.items()
+             if (src := ctx.get_parameter_source(param)) in labels}
+    kept = tuple((k, v) for k, v in settings.origins if k not in found)
+    return replace(settings, origins=(*kept, *found.items()))
+
+
 def llm_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """Add the LLM options to a click command; the command receives ``llm_settings`` (an
     :class:`LLMSettings`: the environment's defaults with the options given applied) and
@@ -224,7 +247,7 @@ def llm_options(f: Callable[..., Any]) -> Callable[..., Any]:
                 batch_wait=False if no_wait else None, batch_retry=llm_batch_retry)
         except ValueError as exc:  # a malformed HARNESS_* number
             raise click.UsageError(str(exc)) from None
-        return f(*args, llm_settings=settings, cache_dir=cache_dir, **kwargs)
+        return f(*args, llm_settings=_with_origins(settings), cache_dir=cache_dir, **kwargs)
 
     for option in reversed(LLM_OPTIONS):
         wrapper = option(wrapper)

@@ -32,7 +32,7 @@ def view_cmd(paths, host, port, bundle, cache_dir, permutations) -> None:
     from harness.view.server import ViewServer
 
     try:
-        server = ViewServer(catalog, host, port)
+        server = ViewServer(catalog, host, port, permutations=permutations)
     except OSError as exc:
         raise click.UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     click.echo(f"harness view: {len(catalog.runs)} runs at {server.url}  (Ctrl-C to stop)", err=False)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+from types import MappingProxyType
 
 from harness.compare.analysis import CompareResult, MetricComparison
 from harness.results.table import render
 
 FORMATS = ("table", "json", "markdown", "latex")
-HEADER = ["system", "mean", "diff", "95% CI", "d_z", "W/T/L", "p_rand", "p_holm", "p_t", "sig"]
+HEADER = ("system", "mean", "diff", "95% CI", "d_z", "W/T/L", "p_rand", "p_holm", "p_t", "sig")
 
 
 def _f(v: float, digits: int = 4) -> str:
@@ -110,9 +111,9 @@ def to_markdown(res: CompareResult) -> str:
     return "\n\n".join(out) + "\n"
 
 
-_LATEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-                  "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
-                  "<": r"\textless{}", ">": r"\textgreater{}"}
+_LATEX_SPECIAL = MappingProxyType({"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+                                   "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
+                                   "<": r"\textless{}", ">": r"\textgreater{}"})
 
 
 def latex_escape(s: str) -> str:

@@ -21,7 +21,7 @@ _RANK = re.compile(r"\+?\d{1,9}")  # a run file's rank column
 MAX_BAR_METRICS = 6
 WORST = 5
 RANKING_DEPTH = 10
-LOWER_IS_BETTER = {"R_ori", "R_ins", "R_rev", "gold-rank"}  # ranks: bold marks the lowest
+LOWER_IS_BETTER = frozenset({"R_ori", "R_ins", "R_rev", "gold-rank"})  # ranks: bold marks the lowest
 
 
 def _num(v: Any) -> float | None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
-           "#bcbd22"]
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
+           "#bcbd22")
 
 
 def color(i: int) -> str:

@@ -17,7 +17,8 @@ from harness.concepts.errors import HarnessError
 
 #: the files an evaluation writes in its folder (run files: ``run.trec`` or ``run.<mode>.trec``)
 RESULT_FILES = ("results.json", "results.json.tmp", "per_query.jsonl", "judgments.jsonl", "run.trec",
-                "queries.jsonl", "qrels.jsonl", "llm_calls.jsonl")  # the last three: harness view's
+                "run.first_stage.trec", "queries.jsonl", "qrels.jsonl",
+                "llm_calls.jsonl")  # the last four: harness view's
 
 
 def check_result_files(output: str | Path, members: Sequence[str] = ()) -> None:

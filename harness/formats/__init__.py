@@ -8,11 +8,12 @@ naming the file and, for line-based formats, the line. Modules: ``files`` (openi
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from harness.runtime.exports import lazy_exports
 
-_EXPORTS = {
+_EXPORTS = MappingProxyType({
     # files
     "open_text": "harness.formats.files",
     "iter_lines": "harness.formats.files",
@@ -35,7 +36,7 @@ _EXPORTS = {
     "read_topics": "harness.formats.topics",
     # candidate lists
     "read_rankllm": "harness.formats.rankllm",
-}
+})
 
 if TYPE_CHECKING:  # pragma: no cover
     from harness.formats.beir import (  # noqa: F401

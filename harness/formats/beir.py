@@ -25,8 +25,8 @@ from harness.formats.trec import check_new_judgment, parse_grade
 from harness.runtime.extras import require
 
 QUERY_KNOWN_FIELDS = ("_id", "text", "instruction")
-_ID_HEADERS = {"_id", "id", "docid", "doc_id", "pid", "corpus-id"}
-_TEXT_HEADERS = {"text", "contents", "content", "passage", "body"}
+_ID_HEADERS = frozenset({"_id", "id", "docid", "doc_id", "pid", "corpus-id"})
+_TEXT_HEADERS = frozenset({"text", "contents", "content", "passage", "body"})
 
 
 def _is_parquet(path: Path) -> bool:

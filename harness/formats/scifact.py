@@ -27,7 +27,7 @@ from harness.formats.files import open_text
 from harness.formats.jsonl import iter_jsonl_objects
 
 DEFAULT_MEMBER = "corpus_train.csv"
-_SKIP_TOKENS = {tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT}
+_SKIP_TOKENS = frozenset({tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT})
 
 
 def parse_sentence_list(value: str) -> list[str]:

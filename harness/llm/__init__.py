@@ -15,11 +15,12 @@ See docs/llm.md.
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from harness.runtime.exports import lazy_exports
 
-_EXPORTS = {
+_EXPORTS = MappingProxyType({
     # sessions and clients
     "LLMSession": "harness.llm.session",
     "get_client": "harness.llm.session",
@@ -77,7 +78,7 @@ _EXPORTS = {
     "Item": "harness.llm.pointwise",
     "Scored": "harness.llm.pointwise",
     "order_by_scores": "harness.llm.pointwise",
-}
+})
 
 if TYPE_CHECKING:  # pragma: no cover
     from harness.llm.batch.api import (  # noqa: F401

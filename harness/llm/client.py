@@ -31,6 +31,8 @@ from harness.llm.dryrun import DryRun, placeholder
 from harness.llm.endpoint import Endpoint
 from harness.llm.errors import FatalLLMError, LLMError, LLMTimeout, LogprobsUnsupported, RunStopped
 from harness.llm.pool import bounded_map
+from harness.llm.precedence import Setting, apply_typed
+from harness.llm.precedence import describe as describe_settings
 from harness.llm.retry import RetryPolicy
 from harness.llm.types import ChatOptions, ChatRequest, Message, Messages, Reply, normalize_messages
 from harness.llm.usage import Usage
@@ -68,6 +70,8 @@ class Client:
         endpoint: Endpoint | None = None,
         progress: ProgressSettings | None = None,
         batch: BatchRunner | bool | None = None,
+        pinned: Mapping[str, Any] | None = None,
+        settings: Mapping[str, Setting] | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
@@ -98,6 +102,10 @@ class Client:
         #: the calls made for each sequence of :meth:`run_sequences` whose item is a query id (text):
         #: ``{"query_id", "key", "cached", "error"}``, for ``llm_calls.jsonl`` (``harness view``)
         self.call_log: list[dict[str, Any]] = []
+        #: chat options the user chose (spec arguments) that a request's own options do not override
+        self.pinned = dict(pinned or {})
+        #: every setting's value and where it came from (:mod:`harness.llm.precedence`), for results.json
+        self.settings = dict(settings or {})
 
     def __repr__(self) -> str:
         dry = self.dry_run is not None
@@ -106,9 +114,11 @@ class Client:
 
     # -- request preparation ---------------------------------------------------------------
     def options(self, options: ChatOptions | None = None, **overrides: Any) -> ChatOptions:
-        """The client's defaults (or ``options``) with ``overrides`` applied."""
+        """The client's defaults (or ``options``) with ``overrides`` applied, then the options the user
+        chose (:attr:`pinned`) put back: a component's per-request options are its defaults."""
         base = options if options is not None else self.defaults
-        return base.merged(**overrides) if overrides else base
+        opts = base.merged(**overrides) if overrides else base
+        return apply_typed(opts, self.pinned) if opts is not self.defaults else opts
 
     def _prepare(self, messages: Messages, options: ChatOptions | None, overrides: dict[str, Any]
                  ) -> tuple[list[Message], ChatOptions, str | None, dict[str, Any]]:
@@ -371,6 +381,7 @@ class Client:
             "timeouts": {"read_s": getattr(self.provider, "timeout", None),
                          "connect_s": getattr(self.provider, "connect_timeout", None)},
             **({"replicas": self.provider.describe()} if hasattr(self.provider, "replicas") else {}),
+            **({"settings": describe_settings(self.settings)} if self.settings else {}),
         }
 
 

@@ -22,8 +22,10 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from harness.concepts.errors import HarnessError
@@ -38,7 +40,7 @@ MAX_PRICES_DEPTH = 16
 #: the highest price accepted, USD per 1M tokens (prices are finite: ``1e400`` is refused)
 MAX_PRICE = 1_000_000.0
 
-BUILTIN_PRICES: dict[str, tuple[float, float]] = {
+BUILTIN_PRICES: Mapping[str, tuple[float, float]] = MappingProxyType({
     # OpenAI
     "openai:gpt-5": (1.25, 10.00),
     "openai:gpt-5-mini": (0.25, 2.00),
@@ -81,7 +83,7 @@ BUILTIN_PRICES: dict[str, tuple[float, float]] = {
     "anthropic:claude-3-opus": (15.00, 75.00),
     "anthropic:claude-3-sonnet": (3.00, 15.00),
     "anthropic:claude-3-haiku": (0.25, 1.25),
-}
+})
 
 
 @dataclass(frozen=True)

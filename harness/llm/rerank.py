@@ -13,7 +13,9 @@ and it would be one more dependency for a single POST.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from harness.llm.errors import ConnectionFailed, LLMTimeout, MalformedReply
@@ -40,7 +42,7 @@ class RerankShape:
     sends_model: bool = True
 
 
-PROVIDERS: dict[str, RerankShape] = {
+PROVIDERS: Mapping[str, RerankShape] = MappingProxyType({
     # docs.cohere.com/reference/rerank; v1 changelog: len(documents) * max_chunks_per_doc (10) <= 10,000
     "cohere": RerankShape("https://api.cohere.com", "/v2/rerank", usage=("meta", "billed_units", "search_units"),
                           usage_unit="search units", key_env="COHERE_API_KEY", max_documents=1000),
@@ -54,7 +56,7 @@ PROVIDERS: dict[str, RerankShape] = {
                        usage=(), usage_unit="none reported", max_documents=32, sends_model=False),
     # vLLM, llama.cpp's server (--reranking), Infinity: Cohere/Jina's shape at /v1/rerank
     "compatible": RerankShape(None, "/v1/rerank", max_documents=1000),
-}
+})
 
 
 class RerankProvider(BaseProvider):

@@ -13,6 +13,8 @@ a session of its own.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,11 +24,22 @@ from harness.llm.cache import LLMCache, llm_cache_dir
 from harness.llm.client import Client
 from harness.llm.dryrun import DryRun
 from harness.llm.endpoint import Endpoint
+from harness.llm.precedence import (
+    ARGUMENT,
+    CLIENT_DEFAULT,
+    COMPONENT_DEFAULT,
+    COMPONENT_SPEC,
+    LLM_SPEC,
+    Layer,
+    Setting,
+    chat_settings,
+    resolve,
+    typed_options,
+)
 from harness.llm.pricing import PriceTable
 from harness.llm.retry import RetryPolicy
 from harness.llm.settings import LLMSettings
 from harness.llm.spec import ALIASES, COMPAT, LLMSpec, parse_llm_spec
-from harness.llm.types import ChatOptions
 from harness.llm.usage import Usage
 from harness.runtime.progress import ProgressSettings
 from harness.runtime.redact import redact_url
@@ -73,9 +86,56 @@ class LLMSession:
         self._caches: dict[Path, LLMCache] = {}
         self._journals: dict[Path, BatchJournal] = {}
         self._prices: dict[str | None, PriceTable] = {}
+        self._building = threading.local()  # per thread: the argument names typed in the specs being built
 
     def __repr__(self) -> str:
         return f"LLMSession(llm={self.settings.llm!r}, clients={len(self._all)}, dry_run={self.settings.dry_run})"
+
+    # -- precedence ---------------------------------------------------------------------------
+    @contextmanager
+    def component_args(self, typed: Mapping[str, object]) -> Iterator[None]:
+        """While a component is built from its spec (:meth:`harness.plugins.registry.Registry.build`):
+        the arguments the user typed in it. A chat option the component passes to :meth:`client` is then
+        the ``component spec``'s when typed, else a ``component default`` (harness.llm.precedence)."""
+        stack = self._building.__dict__.setdefault("stack", [])
+        stack.append(frozenset(typed))
+        try:
+            yield
+        finally:
+            stack.pop()
+
+    def _typed(self) -> frozenset[str] | None:
+        stack = self._building.__dict__.get("stack")
+        return stack[-1] if stack else None
+
+    def _settings_layers(self, name: str) -> list[Layer]:
+        """The settings' value of ``name`` as a layer named for its origin (none when left at the default)."""
+        origin = self.settings.origin(name)
+        if origin is None:
+            return []
+        value = self.settings.retry.budget if name == "budget" else getattr(self.settings, name)
+        return [(origin, {name: value})]
+
+    def _chat_layers(self, spec: LLMSpec, options: Mapping[str, object],
+                     component_defaults: Mapping[str, object] | None) -> tuple[list[Layer], bool]:
+        """The layers of a client's chat options, highest first, and whether a component is being built."""
+        typed = self._typed()
+        if typed is None:  # not inside a registry build: the caller's arguments are what they typed
+            first: list[Layer] = [(ARGUMENT, options)]
+            fallback = dict(component_defaults or {})
+        else:
+            first = [(COMPONENT_SPEC, {k: v for k, v in options.items() if k in typed})]
+            fallback = {**(component_defaults or {}), **{k: v for k, v in options.items() if k not in typed}}
+        return [*first, (LLM_SPEC, spec.options), (COMPONENT_DEFAULT, fallback)], typed is not None
+
+    def _transport_settings(self, spec: LLMSpec, provider: object, retry: RetryPolicy | None) -> dict[str, Setting]:
+        out = {name: resolve(name, [(LLM_SPEC, spec.provider_args), *self._settings_layers(name)],
+                             getattr(provider, name, None)) for name in ("timeout", "connect_timeout")}
+        if retry is not None:
+            out["budget"] = Setting(retry.budget, ARGUMENT)
+        else:
+            out["budget"] = resolve("budget", self._settings_layers("budget"), RetryPolicy().budget)
+        return out
 
     # -- pieces ------------------------------------------------------------------------------
     def registry(self, provider: str | None = None) -> Any:
@@ -103,10 +163,10 @@ class LLMSession:
         kwargs: dict[str, Any] = {"model": spec.model, "require_key": require_key, **spec.provider_args}
         if spec.base_url:
             kwargs["base_url"] = spec.base_url
-        if self.settings.timeout is not None:
-            kwargs.setdefault("timeout", self.settings.timeout)
-        if self.settings.connect_timeout is not None:
-            kwargs.setdefault("connect_timeout", self.settings.connect_timeout)
+        for name in ("timeout", "connect_timeout"):  # the spec's, else the settings' (harness.llm.precedence)
+            got = resolve(name, [(LLM_SPEC, spec.provider_args), *self._settings_layers(name)])
+            if got.source != CLIENT_DEFAULT and got.value is not None:
+                kwargs[name] = got.value
         from harness.plugins.registry import accepts_parameter
 
         if accepts_parameter(component.factory, "cache_dir"):  # a provider keeping files (a model) in the cache root
@@ -172,11 +232,15 @@ class LLMSession:
         retry: RetryPolicy | None = None,
         prices: str | Path | None = None,
         shared: bool = True,
+        component_defaults: Mapping[str, Any] | None = None,
         **defaults: Any,
     ) -> Client:
         """A client for ``spec`` (default: the settings' ``llm``, i.e. ``--llm``). Arguments left None
         take the session's settings; ``defaults`` are chat options applied to every call
-        (``temperature=0.7``...). With ``shared`` the same arguments return the same client. A
+        (``temperature=0.7``...): while a component is built from its spec, those the user typed in it
+        (``component spec``) beat the LLM spec's, the others are ``component defaults`` as are
+        ``component_defaults``, which the LLM spec's options beat (docs/llm.md, "Precedence of
+        settings"). With ``shared`` the same arguments return the same client. A
         missing API key raises :class:`MissingKey` here, before any work starts (not in dry runs,
         not for loopback URLs). A spec with a list of base URLs gets a :meth:`replica_set`."""
         s = self.settings
@@ -188,10 +252,13 @@ class LLMSession:
         use_cache = s.use_cache if use_cache is None else use_cache
         root = cache_dir if cache_dir is not None else s.cache_dir
         conc = int(max_concurrency or parsed.client_args.get("max_concurrency") or s.max_concurrency)
-        retry = retry or s.retry
+        given_retry, retry = retry, retry or s.retry
         price_path = str(prices) if prices is not None else s.prices
-        opts = ChatOptions().merged(**{**parsed.options, **defaults})
-        ident = (str(parsed), str(root), use_cache, conc, dry, retry, price_path, repr(opts))
+        layers, building = self._chat_layers(parsed, defaults, component_defaults)
+        opts, resolved = chat_settings(layers)
+        pinned = typed_options(resolved) if building else {}  # the user's choices beat per-request options
+        ident = (str(parsed), str(root), use_cache, conc, dry, retry, price_path, repr(opts),
+                 tuple((k, v.source) for k, v in resolved.items()), repr(pinned))
         with self._lock:
             if shared and ident in self._clients:
                 return self._clients[ident]
@@ -217,6 +284,8 @@ class LLMSession:
             spec=str(parsed),
             endpoint=endpoint,
             progress=self.progress,
+            pinned=pinned,
+            settings={**chat_settings(layers, provider)[1], **self._transport_settings(parsed, provider, given_retry)},
         )
         if s.batch:
             runner = self.batch_runner(client)  # checks the provider has a batch API, also in a dry run

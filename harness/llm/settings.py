@@ -51,6 +51,9 @@ class LLMSettings:
     batch_poll: float | None = None
     batch_retry: str = "batch"
     batch_size: int | None = None
+    #: where values came from, ``(name, source)`` pairs (``env``, ``cli option``); a value set another
+    #: way is ``settings`` (:mod:`harness.llm.precedence`)
+    origins: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1:
@@ -72,9 +75,29 @@ class LLMSettings:
         """A copy with ``changes`` applied; ``None`` values are ignored (options that were not given
         keep the current value); ``budget`` sets ``retry.budget``. Unknown names raise TypeError."""
         changes = {k: v for k, v in changes.items() if v is not None}
+        if not changes:
+            return self
+        origins = tuple((k, s) for k, s in self.origins if k not in changes)  # set here: no longer theirs
         budget = changes.pop("budget", None)
-        out = replace(self, **changes) if changes else self
+        out = replace(self, **changes, origins=origins)
         return replace(out, retry=replace(out.retry, budget=float(budget))) if budget is not None else out
+
+    def given(self, source: str, **changes: Any) -> LLMSettings:
+        """:meth:`merged`, recording ``source`` as the origin of each value given (None ignored)."""
+        names = [k for k, v in changes.items() if v is not None]
+        out = self.merged(**changes)
+        return replace(out, origins=(*((k, s) for k, s in out.origins if k not in names),
+                                     *((k, source) for k in names)))
+
+    def origin(self, name: str) -> str | None:
+        """Where setting ``name`` came from: its recorded source, ``settings`` for a value that differs
+        from the default, None for a default."""
+        recorded = dict(self.origins).get(name)
+        if recorded is not None:
+            return recorded
+        if name == "budget":
+            return None if self.retry.budget == RetryPolicy().budget else "settings"
+        return None if getattr(self, name) == getattr(LLMSettings(), name) else "settings"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **changes: Any) -> LLMSettings:
@@ -96,12 +119,13 @@ class LLMSettings:
                 finite_number(value, f"${name}", high=MAX_SECONDS)
             return value
 
-        base = cls().merged(llm=env.get("HARNESS_LLM") or None, max_concurrency=number("HARNESS_MAX_CONCURRENCY", int),
-                            prices=env.get("HARNESS_PRICES") or None, timeout=number("HARNESS_LLM_TIMEOUT"),
-                            connect_timeout=number("HARNESS_LLM_CONNECT_TIMEOUT"),
-                            budget=number("HARNESS_LLM_BUDGET"), batch_poll=number("HARNESS_BATCH_POLL"),
-                            batch_size=number("HARNESS_BATCH_SIZE", int),
-                            replica_retry=number("HARNESS_REPLICA_RETRY"))
+        base = cls().given("env", llm=env.get("HARNESS_LLM") or None,
+                           max_concurrency=number("HARNESS_MAX_CONCURRENCY", int),
+                           prices=env.get("HARNESS_PRICES") or None, timeout=number("HARNESS_LLM_TIMEOUT"),
+                           connect_timeout=number("HARNESS_LLM_CONNECT_TIMEOUT"),
+                           budget=number("HARNESS_LLM_BUDGET"), batch_poll=number("HARNESS_BATCH_POLL"),
+                           batch_size=number("HARNESS_BATCH_SIZE", int),
+                           replica_retry=number("HARNESS_REPLICA_RETRY"))
         return base.merged(**changes)
 
     def as_dict(self) -> dict[str, Any]:

@@ -11,14 +11,17 @@
 
 The model is everything between the provider and the first ``key=value`` segment, so model names may
 contain ``:`` (``ollama:llama3:8b``, ``openai:ft:gpt-4o-mini:org::id``). Arguments that are chat
-options (``temperature``, ``max_tokens``, ...) become the client's defaults; ``max_concurrency`` sets
+options (``temperature``, ``max_tokens``, ...) beat the components' defaults (``max_tokens=0``: no cap;
+:mod:`harness.llm.precedence`); ``max_concurrency`` sets
 the client's bound; the rest go to the provider (``base_url``, ``api_key_env``, ``timeout``).
 An API key never goes in a spec (specs are written to results): use ``api_key_env=VAR``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -28,14 +31,14 @@ from harness.plugins.component_spec import _split_top, parse_args
 from harness.runtime.redact import redact_url
 
 COMPAT = "openai-compatible"
-ALIASES: dict[str, tuple[str, str | None]] = {
+ALIASES: Mapping[str, tuple[str, str | None]] = MappingProxyType({
     "compat": (COMPAT, None),
     "vllm": (COMPAT, "http://127.0.0.1:8000/v1"),
     "sglang": (COMPAT, "http://127.0.0.1:30000/v1"),
     "ollama": (COMPAT, "http://127.0.0.1:11434/v1"),
     "llamacpp": (COMPAT, "http://127.0.0.1:8080/v1"),
     "llama.cpp": (COMPAT, "http://127.0.0.1:8080/v1"),
-}
+})
 _INFER = (("gpt-", "openai"), ("chatgpt-", "openai"), ("o1", "openai"), ("o3", "openai"),
           ("o4", "openai"), ("claude", "anthropic"))
 CLIENT_ARGS = ("max_concurrency",)
@@ -111,8 +114,11 @@ def parse_llm_spec(text: str) -> LLMSpec:
     options = {k: v for k, v in args.items() if k in option_names}
     client_args = {k: v for k, v in args.items() if k in CLIENT_ARGS}
     provider_args = {k: v for k, v in args.items() if k not in option_names and k not in CLIENT_ARGS}
-    if options:
-        ChatOptions().merged(**options)  # validate early
+    if options:  # validate early; max_tokens=0 is "no cap" (it lifts the components' caps)
+        try:
+            ChatOptions().merged(**{**options, **({"max_tokens": None} if options.get("max_tokens") == 0 else {})})
+        except (TypeError, ValueError) as exc:
+            raise HarnessError(f"LLM spec {redact_url(text)!r}: {exc}") from None
     return LLMSpec(provider, model, base_url, provider_args, options, client_args, text, alias, replicas)
 
 

@@ -209,6 +209,70 @@ class Usage:
                     out._m(label).add(m)
         return out
 
+    @classmethod
+    def from_report(cls, report: dict[str, Any]) -> Usage:
+        """The counts of a usage record (:meth:`as_dict`, as in results.json) as a :class:`Usage`
+        (costs are not counts: they are read from the record where needed)."""
+        out = cls(dry_run=bool(report.get("dry_run")))
+        for label, r in (report.get("models") or {}).items():
+            b = r.get("batch") or {}
+            out.models[label] = ModelUsage(
+                **{k: int(r.get(k) or 0) for k in ModelUsage.COUNTS[:8]},
+                batch_calls=int(b.get("calls") or 0), batch_input_tokens=int(b.get("input_tokens") or 0),
+                batch_output_tokens=int(b.get("output_tokens") or 0), batches=int(b.get("batches") or 0),
+                rounds=int(b.get("rounds") or 0), batch_bytes=int(b.get("bytes_uploaded") or 0),
+                errors=Counter(r.get("errors") or {}), failure_examples=list(r.get("failure_examples") or []))
+        return out
+
+
+def _known_sum(values: Iterable[Any]) -> float | None:
+    """The sum of the numbers among ``values``; None when there is none (an unpriced model)."""
+    known = [v for v in values if not isinstance(v, bool) and isinstance(v, (int, float))]
+    return sum(known) if known else None
+
+
+def _summed_model(m: ModelUsage, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    row: dict[str, Any] = {k: getattr(m, k) for k in ModelUsage.COUNTS[:8]}
+    cost = _known_sum(p.get("cost_usd") for p in parts)
+    if cost is not None:
+        row["cost_usd"] = cost
+    row["errors"] = dict(sorted(m.errors.items()))
+    row["failure_examples"] = list(m.failure_examples)
+    batches = [p["batch"] for p in parts if p.get("batch")]
+    if batches:
+        row["batch"] = {"calls": m.batch_calls, "input_tokens": m.batch_input_tokens,
+                        "output_tokens": m.batch_output_tokens}
+        for key in ("cost_usd", "cost_usd_at_direct_price"):
+            if (value := _known_sum(b.get(key) for b in batches)) is not None:
+                row["batch"][key] = value
+        row["batch"].update(batches=m.batches, rounds=m.rounds, bytes_uploaded=m.batch_bytes)
+    return row
+
+
+def sum_reports(reports: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Several evaluations' usage records (a suite's members) added up through :class:`Usage`: per
+    model and in total, calls, cache hits, retries, failures (by kind, the first examples), tokens and
+    the batch part; costs are the sums of what each record priced. ``{}`` when none has usage."""
+    reports = [r for r in reports if r]
+    if not reports:
+        return {}
+    merged = Usage.merged(Usage.from_report(r) for r in reports)
+    models = {label: _summed_model(m, [r["models"][label] for r in reports if label in (r.get("models") or {})])
+              for label, m in merged.models.items()}
+    t = merged.total()
+    total: dict[str, Any] = {"calls": t.calls, "cache_hits": t.cache_hits, "retries": t.retries,
+                             "failures": t.failures,
+                             "failure_kinds": dict(sorted((k, v) for k, v in t.errors.items()
+                                                          if not k.startswith("retried:"))),
+                             "input_tokens": t.input_tokens, "output_tokens": t.output_tokens}
+    if (cost := _known_sum((r.get("total") or {}).get("cost_usd") for r in reports)) is not None:
+        total["cost_usd"] = cost
+    batch = {"calls": t.batch_calls, "batches": t.batches, "rounds": t.rounds, "bytes_uploaded": t.batch_bytes}
+    if any(batch.values()):
+        total["batch"] = batch
+    return {"dry_run": any(r.get("dry_run") for r in reports), "estimated": any(r.get("estimated") for r in reports),
+            "total": total, "models": models, "members": len(reports)}
+
 
 def _costs(price: Any, m: ModelUsage) -> tuple[float, float, float]:
     """(all calls, the batch calls at the batch price, the batch calls at the standard price)."""

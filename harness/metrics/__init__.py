@@ -5,11 +5,12 @@ tasks. A plugin metric that needs a standard measure inside (InfoSearch's Table-
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from harness.runtime.exports import lazy_exports
 
-_EXPORTS = {
+_EXPORTS = MappingProxyType({
     # standard measures
     "StandardMetric": "harness.metrics.standard",
     "parse_measure": "harness.metrics.standard",
@@ -23,7 +24,7 @@ _EXPORTS = {
     # metric names
     "resolve_metrics": "harness.metrics.resolve",
     "MAX_CUTOFF": "harness.metrics.names",
-}
+})
 
 if TYPE_CHECKING:  # pragma: no cover
     from harness.metrics.names import MAX_CUTOFF  # noqa: F401

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from harness.concepts.errors import HarnessError
 
@@ -11,7 +13,7 @@ MAX_NAME_CHARS = 200  # the longest metric name accepted
 _INT = re.compile(r"[+-]?[0-9]{1,18}")
 
 # harness name -> (ir-measures name, description)
-STANDARD_ALIASES: dict[str, tuple[str, str]] = {
+STANDARD_ALIASES: Mapping[str, tuple[str, str]] = MappingProxyType({
     "nDCG": ("nDCG", "nDCG@k, trec_eval semantics (graded gain, log2 discount)"),
     "MRR": ("RR", "Mean reciprocal rank (MRR@k cuts the ranking at k)"),
     "Recall": ("R", "Recall@k (relevant: grade >= 1 unless rel=... is given)"),
@@ -20,9 +22,9 @@ STANDARD_ALIASES: dict[str, tuple[str, str]] = {
     "R-Prec": ("Rprec", "R-precision"),
     "Success": ("Success", "Success@k: 1 if any relevant document is in the top k"),
     "Judged": ("Judged", "Judged@k: share of the top k that has a judgment"),
-}
+})
 
-STANDARD_FAMILIES = {name: desc for name, (_, desc) in STANDARD_ALIASES.items()}
+STANDARD_FAMILIES = MappingProxyType({name: desc for name, (_, desc) in STANDARD_ALIASES.items()})
 
 
 def check_cutoff(metric: str, value: object) -> int:

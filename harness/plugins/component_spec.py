@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from harness.concepts.errors import HarnessError
 
 SOURCE_PREFIXES = ("plugin", "builtin")
 MAX_NESTING = 32  # brackets in a spec nest at most this deep
-_PAIRS = {")": "(", "]": "[", "}": "{"}
+_PAIRS = MappingProxyType({")": "(", "]": "[", "}": "{"})
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
+from types import MappingProxyType
 from typing import Any
 
 import pluggy
@@ -28,7 +29,7 @@ from harness.plugins import hookspecs
 from harness.plugins.registry import CORE_DIST, KINDS, Component, Registry
 
 ENTRY_POINT_GROUP = "harness"
-HOOK_KIND = {
+HOOK_KIND = MappingProxyType({
     "register_datasets": "dataset",
     "register_tasks": "task",
     "register_retrievers": "retriever",
@@ -36,7 +37,7 @@ HOOK_KIND = {
     "register_judges": "judge",
     "register_metrics": "metric",
     "register_llm_providers": "llm_provider",
-}
+})
 BUILTIN_MODULES = ("harness.plugins.builtin", "harness.llm.builtin")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,8 +92,10 @@ class Registry:
         kwargs = {**extra, **parsed.args}
         if context is not None and accepts_context(component.factory):
             kwargs["context"] = context
+        typed = getattr(context, "component_args", None)  # the arguments typed, for the LLM precedence
         try:
-            return component.factory(**kwargs), component, parsed
+            with typed(parsed.args) if callable(typed) else nullcontext():
+                return component.factory(**kwargs), component, parsed
         except TypeError as exc:
             raise HarnessError(f"{kind} {parsed.text!r}: bad arguments: {exc}{_hint(component, exc)}") from exc
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import MappingProxyType
 
 from harness.concepts.errors import HarnessError
 from harness.runtime.extras import CORE_DIST
@@ -974,7 +975,7 @@ def test_client_through_the_entry_point(tmp_path):
 '''
 
 # -- what each kind writes -----------------------------------------------------------------------
-_SPEC = {
+_SPEC = MappingProxyType({
     "retriever": dict(cls="OverlapRetriever", impl="retriever", init=RETRIEVER_INIT, code=RETRIEVER,
                       test=RETRIEVER_TEST, what="the retriever `@NAME@`",
                       usage="harness eval --task demo --retriever @NAME@\n"
@@ -997,7 +998,7 @@ _SPEC = {
                          usage="export @ENV@=...        # and @ENV_URL@, or base_url= in the spec\n"
                                "harness eval --task trec-dl19 --reranker rankgpt --llm @NAME@:MODEL   # with "
                                "harness-rankgpt"),
-}
+})
 
 
 def plugin_files(name: str, kind: str = "retriever") -> dict[str, str]:

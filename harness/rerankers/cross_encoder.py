@@ -12,7 +12,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -21,12 +22,12 @@ from harness.concepts.errors import HarnessError
 from harness.rerankers.base import ModelReranker
 
 ACTIVATIONS = ("default", "identity", "sigmoid", "log-softmax")
-PRESETS: dict[str, dict[str, Any]] = {
+PRESETS: Mapping[str, dict[str, Any]] = MappingProxyType({
     "ms-marco-minilm": {"model": "cross-encoder/ms-marco-MiniLM-L6-v2", "activation": "default"},
     "mmarco": {"model": "cross-encoder/mmarco-mMiniLMv2-L12-H384-v1", "activation": "default"},
     "bge-reranker": {"model": "BAAI/bge-reranker-v2-m3", "activation": "identity"},
     "monobert": {"model": "castorini/monobert-large-msmarco", "activation": "log-softmax", "max_length": 512},
-}
+})
 
 
 class CrossEncoderReranker(ModelReranker):

@@ -12,7 +12,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from harness.rerankers.base import ModelReranker
 
 TEMPLATE = "Query: {query} Document: {document} Relevant:"
 #: pygaggle's ``prediction_tokens`` (false, true) by checkpoint
-PREDICTION_TOKENS: dict[str, tuple[str, str]] = {
+PREDICTION_TOKENS: Mapping[str, tuple[str, str]] = MappingProxyType({
     **{f"castorini/monot5-{s}": ("▁false", "▁true") for s in (
         "base-msmarco", "base-msmarco-10k", "large-msmarco", "large-msmarco-10k", "base-med-msmarco",
         "3b-med-msmarco", "3b-msmarco-10k", "3b-msmarco")},
@@ -32,7 +33,7 @@ PREDICTION_TOKENS: dict[str, tuple[str, str]] = {
     **{f"unicamp-dl/{s}": ("▁não", "▁sim") for s in (
         "ptt5-base-pt-msmarco-10k-v2", "ptt5-base-pt-msmarco-100k-v2", "ptt5-base-en-pt-msmarco-100k-v2",
         "ptt5-base-pt-msmarco-10k-v1", "ptt5-base-pt-msmarco-100k-v1", "ptt5-base-en-pt-msmarco-10k-v1")},
-}
+})
 
 
 class MonoT5Reranker(ModelReranker):

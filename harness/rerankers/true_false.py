@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,7 @@ from harness.concepts.query import Query
 from harness.concepts.run import Run
 from harness.rerankers.base import ModelReranker, candidate_pairs, rank
 
-TEMPLATES: dict[str, str] = {
+TEMPLATES: Mapping[str, str] = MappingProxyType({
     "llama": "Determine if the following document is relevant to the query (true/false).\n\n"
              "Query: {query}\nDocument: {text}\nRelevant: ",
     "mistral": "<s>[INST] You are an expert Google searcher, whose job is to determine if the following document "
@@ -47,7 +48,7 @@ TEMPLATES: dict[str, str] = {
                 "document is relevant to the query (true/false). Answer using only one word, one of those two "
                 'choices.\n\nQuery: {query}\nDocument: {text}\nRelevant (only output one word, either "true" or '
                 '"false"): [/INST] ',
-}
+})
 TRUE, FALSE = "true", "false"
 
 

@@ -53,6 +53,8 @@ class EvalResult:
     metric_notes: dict[str, str] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)  # the context's plugin and library versions
     members: dict[str, EvalResult] = field(default_factory=dict)  # a suite's member results
+    # the first stage's ranking per mode, kept when rerankers changed it (written as run.first_stage.trec)
+    first_stage_runs: dict[str, Run] = field(default_factory=dict)
 
     @property
     def is_suite(self) -> bool:

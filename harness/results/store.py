@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from harness.concepts.errors import HarnessError
@@ -95,6 +96,10 @@ def write_results(result: EvalResult, output: str | Path) -> Path:
         name = "run.trec" if len(result.runs) == 1 else f"run.{mode}.trec"
         write_run(run, out / name, tag=run.name)
         files[f"run[{mode}]"] = name
+    for mode, run in result.first_stage_runs.items():  # what each stage did to a query (harness view)
+        name = "run.first_stage.trec" if len(result.runs) == 1 else f"run.first_stage.{mode}.trec"
+        write_run(run, out / name, tag=run.name)
+        files[f"first_stage[{mode}]"] = name
     with open(out / "per_query.jsonl", "w", encoding="utf-8") as fh:
         for qid, values in result.per_query.items():
             fh.write(json.dumps(_clean({"query_id": qid, **values}), ensure_ascii=False) + "\n")
@@ -128,7 +133,7 @@ def write_suite_results(result: EvalResult, output: str | Path) -> Path:
 # ---------------------------------------------------------------------------------------------- reading
 
 #: version-1 names that qualify a metric (``NAME:se`` ...): converted into ``uncertainty[NAME]``
-V1_UNCERTAINTY_SUFFIXES = {":se": "se", ":bootstrap": "estimate", ":queries": "n"}
+V1_UNCERTAINTY_SUFFIXES = MappingProxyType({":se": "se", ":bootstrap": "estimate", ":queries": "n"})
 #: version-1 names that are counts, not metrics: moved to ``metric_details``
 V1_COUNT_SUFFIXES = ("_queries_skipped", "_positions_dropped", "_queries", ":triplets")
 _MODE = re.compile(r"^(.*?)(\[[^\[\]]*\])?$")

@@ -20,6 +20,7 @@ import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,8 @@ from harness.retrievers.bm25_topk import top_k_full, top_k_touched
 from harness.retrievers.tokenize import Tokenizer
 
 #: the parameters' defaults (with ``index=``, a parameter left at its default takes the index's value)
-DEFAULTS: dict[str, Any] = {"k1": 1.5, "b": 0.75, "epsilon": 0.25, "stopwords": "english", "stemmer": "porter"}
+DEFAULTS: Mapping[str, Any] = MappingProxyType({"k1": 1.5, "b": 0.75, "epsilon": 0.25, "stopwords": "english",
+                                                "stemmer": "porter"})
 
 
 def _number(name: str, value: Any, low: float | None = None) -> float:

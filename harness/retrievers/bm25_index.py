@@ -31,6 +31,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -45,12 +46,12 @@ MAX_DOCS = 2**31 - 1
 MAX_POSTINGS = 2**40
 MAX_JSON_BYTES = 2**34
 ARRAYS = ("weights", "docs", "offsets", "idf", "rank")
-_KEYS: dict[str, type | tuple[type, ...]] = {
+_KEYS: Mapping[str, type | tuple[type, ...]] = MappingProxyType({
     "kind": str, "format": int, "k1": (int, float), "b": (int, float), "epsilon": (int, float),
     "tokenizer": str, "stopwords": (str, list), "stemmer": str, "documents": int, "terms": int,
     "postings": int, "avgdl": (int, float), "average_idf": (int, float), "ids_sha256": str,
     "corpus_sha256": str, "source": dict, "arrays": dict, "complete": bool,
-}
+})
 
 
 def ids_digest(ids: Sequence[str]) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,6 +80,11 @@ class Context:
         each evaluation counts its own calls and creates its own clients."""
         settings = self.llm.settings.merged(**llm_changes)
         return replace(self, llm=LLMSession(settings, self.host.registry, self.progress, stop=self.llm.stop))
+
+    def component_args(self, typed: Mapping[str, Any]) -> AbstractContextManager[None]:
+        """While the registry builds a component: the arguments typed in its spec, so the LLM settings
+        the user typed there beat the LLM spec's, and the LLM spec's beat the component's defaults."""
+        return self.llm.component_args(typed)
 
     @classmethod
     def of(cls, context: Context | None) -> Context:

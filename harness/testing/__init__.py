@@ -14,11 +14,12 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from harness.runtime.exports import lazy_exports
 
-_EXPORTS = {
+_EXPORTS = MappingProxyType({
     # a loopback LLM server
     "TestServer": "harness.testing.llm_server",
     "ScriptedReply": "harness.testing.llm_server",
@@ -38,7 +39,7 @@ _EXPORTS = {
     "CountingProxy": "harness.testing.proxy",
     # the Hugging Face Hub
     "HubServer": "harness.testing.hub",
-}
+})
 
 if TYPE_CHECKING:  # pragma: no cover
     from harness.testing.env import (  # noqa: F401

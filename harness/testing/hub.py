@@ -30,18 +30,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 FULL_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+#: the settings that keep huggingface_hub offline (``TRANSFORMERS_OFFLINE`` counts as one for it)
+OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
 CHUNK = 1 << 16
-_TYPES = {"datasets": "dataset", "spaces": "space", "models": "model"}
+_TYPES = MappingProxyType({"datasets": "dataset", "spaces": "space", "models": "model"})
 
 
 @dataclass
@@ -160,6 +164,30 @@ class HubServer:
     def lfs_endpoint(self) -> str:
         """The LFS origin (another port) that ``302`` redirects point to."""
         return self._lfs.url
+
+    def environ(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """A copy of ``base`` (default ``os.environ``) for a process that downloads from this server:
+        ``HF_ENDPOINT`` set to it, and the offline switches (:data:`OFFLINE_VARS`; huggingface_hub also
+        reads ``TRANSFORMERS_OFFLINE`` as one) removed, since CI runs with the Hub offline."""
+        env = dict(os.environ if base is None else base)
+        for var in OFFLINE_VARS:
+            env.pop(var, None)
+        env["HF_ENDPOINT"] = self.endpoint
+        return env
+
+    def online(self, monkeypatch: Any) -> None:
+        """For downloads in this process (pytest's ``monkeypatch`` undoes it after the test): ``HF_ENDPOINT``
+        set to this server and offline mode off, in the environment and in huggingface_hub's settings,
+        which it reads once at import."""
+        for var in OFFLINE_VARS:
+            monkeypatch.delenv(var, raising=False)
+        monkeypatch.setenv("HF_ENDPOINT", self.endpoint)
+        try:
+            from huggingface_hub import constants
+        except ImportError:  # no client: nothing read the setting
+            return
+        if getattr(constants, "HF_HUB_OFFLINE", False):
+            monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
 
     # -- content ----------------------------------------------------------------------------------------------
     def add_repo(self, repo_id: str, files: Mapping[str, bytes | str | Path], *, repo_type: str = "dataset",

@@ -28,10 +28,11 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 #: llama.cpp's ``enum llama_pooling_type``
-POOLING = {"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": 4}
+POOLING = MappingProxyType({"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": 4})
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 Respond = Callable[[str, dict], tuple[int, dict]]
@@ -42,11 +43,12 @@ FINAL = frozenset({"failed", "completed", "expired", "cancelled"})
 DAY = 24 * 3600
 FILE_PURPOSES = frozenset({"assistants", "batch", "fine-tune", "vision", "user_data", "evals"})
 _CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
-_ENDED_KEY = {"completed": "completed_at", "expired": "expired_at", "cancelled": "cancelled_at", "failed": "failed_at"}
-_OPENAI_LOST = {
+_ENDED_KEY = MappingProxyType({"completed": "completed_at", "expired": "expired_at", "cancelled": "cancelled_at",
+                               "failed": "failed_at"})
+_OPENAI_LOST = MappingProxyType({
     "expired": ("batch_expired", "This request could not be executed before the completion window expired."),
     "canceled": ("batch_cancelled", "This request was not executed because the batch was cancelled."),
-}
+})
 
 
 class BatchError(Exception):

@@ -53,6 +53,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -468,10 +469,10 @@ def _logprob_entries(script: ScriptedReply, text: str, top_k: int) -> list[dict]
     return out
 
 
-_ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens", "refusal": "refusal",
-                   "content_filter": "refusal"}
-_ANTHROPIC_ERR = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                  404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"}
+_ANTHROPIC_STOP = MappingProxyType({"stop": "end_turn", "length": "max_tokens", "refusal": "refusal",
+                                    "content_filter": "refusal"})
+_ANTHROPIC_ERR = MappingProxyType({400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                                   404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"})
 
 
 def error_body(api: str, status: int, message: str, etype: str | None = None,

@@ -87,8 +87,8 @@ def write_suite_folder(folder: str | Path, suite: str, members: Mapping[str, Map
     return out
 
 
-INFOSEARCH_DIMS = ["audience", "keyword", "format", "language", "length", "source"]
-DEMO_SYSTEMS = ["bm25", "dense", "rankgpt"]
+INFOSEARCH_DIMS = ("audience", "keyword", "format", "language", "length", "source")
+DEMO_SYSTEMS = ("bm25", "dense", "rankgpt")
 
 
 def infosearch_like(root: str | Path, n_queries: int = 30, seed: int = 0) -> list[str]:
@@ -125,7 +125,7 @@ def ifir_like(root: str | Path, seed: int = 1) -> list[str]:
     return folders
 
 
-BIRCO_TASKS = ["birco:arguana", "birco:wtb", "birco:clinical-trial", "birco:relic"]
+BIRCO_TASKS = ("birco:arguana", "birco:wtb", "birco:clinical-trial", "birco:relic")
 
 
 def birco_like(root: str | Path, seed: int = 2, systems: tuple[str, ...] = ("e5", "rerank")) -> list[str]:

@@ -13,6 +13,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from harness.compare.runs import System
@@ -24,7 +25,7 @@ from harness.results.table import metrics_table
 #: queries per file of the static bundle's per-query data
 CHUNK = 100
 #: optional per-query files a results folder may hold (``files`` key -> default name)
-OPTIONAL_FILES = {"queries": "queries.jsonl", "qrels": "qrels.jsonl", "llm_calls": "llm_calls.jsonl"}
+OPTIONAL_FILES = MappingProxyType({"queries": "queries.jsonl", "qrels": "qrels.jsonl", "llm_calls": "llm_calls.jsonl"})
 
 
 def _num(v: Any) -> float | None:

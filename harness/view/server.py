@@ -12,6 +12,7 @@ import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -24,12 +25,12 @@ CSP_META = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
             "base-uri 'none'; form-action 'none'")
 CSP = CSP_META + "; frame-ancestors 'none'"
 #: the page's files: URL path -> (package file, content type)
-ASSETS = {
+ASSETS = MappingProxyType({
     "/": ("index.html", "text/html; charset=utf-8"),
     "/index.html": ("index.html", "text/html; charset=utf-8"),
     "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/static/app.css": ("app.css", "text/css; charset=utf-8"),
-}
+})
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -40,8 +41,9 @@ def asset(name: str) -> bytes:
 class ViewServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, catalog: Catalog, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, catalog: Catalog, host: str = "127.0.0.1", port: int = 0, permutations: int = 10_000) -> None:
         self.catalog = catalog
+        self.permutations = permutations
         self.compared: dict[tuple[str, ...], Any] = {}
         self.compare_lock = threading.Lock()
         super().__init__((host, port), Handler)
@@ -122,7 +124,7 @@ class Handler(BaseHTTPRequestHandler):
             ids = tuple(parts[1:])
             with self.server.compare_lock:
                 if ids not in self.server.compared:
-                    self.server.compared[ids] = compare_payload(c, list(ids))
+                    self.server.compared[ids] = compare_payload(c, list(ids), permutations=self.server.permutations)
                 return self.server.compared[ids]
         return None
 

@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from harness.concepts.errors import HarnessError
@@ -89,18 +90,18 @@ CREATE INDEX IF NOT EXISTS requests_by_key ON requests(key);
 CREATE INDEX IF NOT EXISTS batches_by_state ON batches(state, endpoint);
 """
 #: columns added after the first release, with their types: older journals gain them at open
-_ADDED = {"removed": "REAL", "owner_start": "TEXT", "lease_until": "REAL"}
+_ADDED = MappingProxyType({"removed": "REAL", "owner_start": "TEXT", "lease_until": "REAL"})
 _COLUMNS = ("id", "tag", "endpoint", "provider", "model", "base_url", "state", "remote_id", "created", "submitted",
             "finished", "n", "nbytes", "attempt", "owner_pid", "owner_host", "note", "removed", "owner_start",
             "lease_until")
 #: each column's Python types (None allowed where the column may be NULL)
-_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
+_TYPES: Mapping[str, tuple[tuple[type, ...], bool]] = MappingProxyType({
     "id": ((int,), False), "tag": ((str,), False), "endpoint": ((str,), False), "provider": ((str,), False),
     "model": ((str,), False), "base_url": ((str,), True), "state": ((str,), False), "remote_id": ((str,), True),
     "created": ((int, float), False), "submitted": ((int, float), True), "finished": ((int, float), True),
     "n": ((int,), False), "nbytes": ((int,), True), "attempt": ((int,), False), "owner_pid": ((int,), False),
     "owner_host": ((str,), False), "note": ((str,), True), "removed": ((int, float), True),
-    "owner_start": ((str,), True), "lease_until": ((int, float), True)}
+    "owner_start": ((str,), True), "lease_until": ((int, float), True)})
 
 
 class JournalDamaged(Exception):

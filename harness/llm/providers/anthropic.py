@@ -9,6 +9,7 @@ not supported by the API and is not sent. Anthropic returns no logprobs: the cli
 from __future__ import annotations
 
 import os
+from types import MappingProxyType
 from typing import Any
 
 from harness.llm.errors import MalformedReply
@@ -25,8 +26,8 @@ from harness.runtime.extras import require
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 1024
-STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
-                "refusal": "refusal", "tool_use": "tool_calls", "pause_turn": "pause"}
+STOP_REASONS = MappingProxyType({"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
+                                 "refusal": "refusal", "tool_use": "tool_calls", "pause_turn": "pause"})
 
 
 class AnthropicProvider(BaseProvider):

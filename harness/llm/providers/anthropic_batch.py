@@ -10,6 +10,7 @@ of requests, and (once ended) results for exactly the journal's custom_ids. Resu
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from harness.llm.batch.api import BatchLimits, Outcome, RemoteStatus, Unprocessed
@@ -18,9 +19,10 @@ from harness.llm.providers.base import error_for_status
 from harness.llm.types import ChatOptions, Message
 
 #: the HTTP status each Anthropic error type stands for (an errored request of a batch)
-ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "billing_error": 402,
-                "permission_error": 403, "not_found_error": 404, "request_too_large": 413,
-                "rate_limit_error": 429, "api_error": 500, "timeout_error": 504, "overloaded_error": 529}
+ERROR_STATUS = MappingProxyType({"invalid_request_error": 400, "authentication_error": 401, "billing_error": 402,
+                                 "permission_error": 403, "not_found_error": 404, "request_too_large": 413,
+                                 "rate_limit_error": 429, "api_error": 500, "timeout_error": 504,
+                                 "overloaded_error": 529})
 TRANSFER_TIMEOUT = 600.0
 
 

@@ -30,6 +30,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from harness.concepts.errors import HarnessError
@@ -46,7 +47,8 @@ MAX_TEMPLATE_CHARS = 1 << 20
 MAX_HEADER_BYTES = 256 << 20
 MAX_KV = 1 << 16
 WORKER = Path(__file__).with_name("template_worker.py")
-_FIXED = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}  # GGUF value type -> bytes
+# GGUF value type -> bytes
+_FIXED = MappingProxyType({0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8})
 _STRING, _ARRAY = 8, 9
 
 

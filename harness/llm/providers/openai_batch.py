@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from harness.llm.batch.api import BatchLimits, Outcome, RemoteStatus, Unprocessed, requests_digest
@@ -25,7 +26,7 @@ ENDPOINT = "/v1/chat/completions"
 ENDED = ("completed", "failed", "expired", "cancelled")
 #: seconds allowed for uploading or downloading a batch file (up to 200 MB)
 TRANSFER_TIMEOUT = 600.0
-UNPROCESSED_CODES = {"batch_expired": "expired", "batch_cancelled": "cancelled"}
+UNPROCESSED_CODES = MappingProxyType({"batch_expired": "expired", "batch_cancelled": "cancelled"})
 
 
 class OpenAIBatches:

@@ -4,11 +4,12 @@ embedding cache, batching), the components, and the presets (query/document temp
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from harness.runtime.exports import lazy_exports
 
-_EXPORTS = {
+_EXPORTS = MappingProxyType({
     # components
     "DenseRetriever": "harness.retrievers.dense.retriever",
     "DenseReranker": "harness.retrievers.dense.retriever",
@@ -23,7 +24,7 @@ _EXPORTS = {
     "PRESETS": "harness.retrievers.dense.presets",
     "get_preset": "harness.retrievers.dense.presets",
     "render": "harness.retrievers.dense.presets",
-}
+})
 
 if TYPE_CHECKING:  # pragma: no cover
     from harness.retrievers.dense.encoder import DenseEncoder  # noqa: F401

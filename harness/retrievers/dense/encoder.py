@@ -33,6 +33,7 @@ from harness.retrievers.dense.model import (
     packaged_model_path,
     position_limit,
 )
+from harness.retrievers.dense.pooled import POOLINGS
 from harness.retrievers.dense.presets import PRESETS, Preset, detect_preset, get_preset, split_template
 from harness.runtime.progress import progress
 
@@ -70,10 +71,17 @@ class DenseEncoder:
         dtype: str | None = None,
         local_files_only: bool = False,
         show_progress: bool | None = None,
+        query_model: str | None = None,
+        doc_model: str | None = None,
+        pooling: str | None = None,
         label: str = "dense",
         context: Any = None,
     ):
         self.label = label
+        if doc_model is not None:  # the document encoder is ``model``; doc_model= names it beside query_model=
+            if model is not None and model != doc_model:
+                raise HarnessError(f"{label}: model={model!r} and doc_model={doc_model!r} disagree; pass one")
+            model = doc_model
         self.progress_settings = getattr(context, "progress", None)
         if isinstance(preset, Preset):
             self.preset: Preset | None = preset
@@ -84,6 +92,12 @@ class DenseEncoder:
         else:
             self.preset = get_preset(str(preset))
         self.model_name = str(model or (self.preset.model if self.preset else DEFAULT_MODEL))
+        self.pooling = pooling if pooling is not None else (self.preset.pooling_mode if self.preset else None)
+        if self.pooling is not None and self.pooling not in POOLINGS:
+            raise HarnessError(f"{label}: pooling must be one of {', '.join(POOLINGS)}, not {self.pooling!r}")
+        if query_model is None and model is None and self.preset is not None:
+            query_model = self.preset.query_model
+        self.query_model = query_model if query_model not in (None, self.model_name) else None
         try:
             self.batch_size = int(batch_size)
         except (TypeError, ValueError):
@@ -131,6 +145,16 @@ class DenseEncoder:
         self._dim_seen: int | None = None
         self.encoded = self.cache_hits = 0
         self.load_seconds = self.encode_seconds = 0.0
+        # a separate query encoder (DPR): the same settings and templates, its own weights and cache
+        self.query_encoder: DenseEncoder | None = None
+        if self.query_model is not None:
+            self.query_encoder = DenseEncoder(
+                model=self.query_model, preset=p if p is not None else "none", batch_size=batch_size,
+                normalize=normalize, query_prompt=query_prompt, doc_prompt=doc_prompt, instruction=instruction,
+                device=device, cache=cache, cache_dir=self.cache_dir, max_length=max_length, revision=revision,
+                trust_remote_code=trust_remote_code, padding_side=padding_side, dtype=dtype,
+                local_files_only=local_files_only, show_progress=show_progress, pooling=self.pooling,
+                label=f"{label} (queries)", context=context)
 
     # -- resolution -----------------------------------------------------------------------------
     def _locate(self) -> Path | None:
@@ -233,6 +257,11 @@ class DenseEncoder:
                 "max_length": self.max_length, "include_prompt": self.include_prompt,
                 "padding_side": self.padding_side, "dtype": self.dtype,
             }
+            if self.pooling is not None:  # only when set: the identities of other models stay as they were
+                self._identity["pooling"] = self.pooling
+            if self.query_encoder is not None:
+                q = self.query_encoder.identity()
+                self._identity.update(query_model=q["model"], query_fingerprint=q["fingerprint"])
         return self._identity
 
     def _weights_fingerprint(self) -> str:
@@ -257,7 +286,7 @@ class DenseEncoder:
             return self._model
         source = str(self.local_dir) if self.local_dir else self.model_name
         key = (source, self.revision, self.device, self.trust_remote_code, self.max_length,
-               self.padding_side, self.include_prompt, self.dtype)
+               self.padding_side, self.include_prompt, self.dtype, self.pooling)
         model = _LOADED.get(key)
         if model is None:
             model = self._load_new(source)
@@ -273,6 +302,8 @@ class DenseEncoder:
         return model
 
     def _load_new(self, source: str) -> Any:
+        if self.pooling is not None:
+            return self._load_pooled(source)
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
@@ -300,6 +331,35 @@ class DenseEncoder:
             raise self._load_error(exc) from exc
         self.load_seconds += time.perf_counter() - t
         self._configure(model)
+        return model
+
+    def _load_pooled(self, source: str) -> Any:
+        """The model with the pooling named (:mod:`harness.retrievers.dense.pooled`), through transformers."""
+        from harness.retrievers.dense.pooled import PooledEncoder
+
+        kwargs: dict[str, Any] = {"trust_remote_code": self.trust_remote_code,
+                                  "local_files_only": self.local_dir is not None or self.local_files_only
+                                  or hub_offline()}
+        if self.local_dir is None and self.revision:
+            kwargs["revision"] = self.revision
+        if self.dtype:
+            import torch
+            import transformers
+
+            key = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
+            kwargs[key] = "auto" if self.dtype == "auto" else getattr(torch, self.dtype)
+        t = time.perf_counter()
+        try:
+            model = PooledEncoder(source, self.pooling or "mean", device=self.device, **kwargs)
+        except HarnessError:
+            raise
+        except Exception as exc:
+            raise self._load_error(exc) from exc
+        self.load_seconds += time.perf_counter() - t
+        if self.max_length is not None:
+            model.max_seq_length = min(self.max_length, model.max_seq_length or self.max_length)
+        if self.padding_side:
+            model.tokenizer.padding_side = self.padding_side
         return model
 
     def _load_error(self, exc: BaseException) -> HarnessError:
@@ -337,6 +397,8 @@ class DenseEncoder:
 
     def embed(self, texts: Sequence[str], role: str) -> np.ndarray:
         """float32 ``[len(texts), dim]`` embeddings (L2-normalised when ``normalize``), cached."""
+        if role == "query" and self.query_encoder is not None:
+            return self.query_encoder.embed(texts, role)
         unique = list(dict.fromkeys(texts))
         vecs, found = self.lookup(unique, role)
         todo = np.flatnonzero(~found)
@@ -361,6 +423,8 @@ class DenseEncoder:
     def lookup(self, texts: Sequence[str], role: str) -> tuple[np.ndarray, np.ndarray]:
         """``(raw vectors, found mask)`` of ``texts`` in the embedding cache (all missing without one);
         counts the hits."""
+        if role == "query" and self.query_encoder is not None:
+            return self.query_encoder.lookup(texts, role)
         if self.local_dir is None:
             self.load()  # a model still to download: its own config may set the prompts
         cache = self.cache
@@ -373,12 +437,16 @@ class DenseEncoder:
 
     def encode_raw(self, texts: list[str], role: str, store: bool = False) -> np.ndarray:
         """float32 vectors as the model gives them (not normalised); ``store``: into the cache too."""
+        if role == "query" and self.query_encoder is not None:
+            return self.query_encoder.encode_raw(texts, role, store)
         template = self.template(role)
         keys = [text_key(role, template, t) for t in texts] if store and self.cache is not None else None
         return self._encode(texts, template, keys)
 
     def store(self, texts: Sequence[str], role: str, vectors: np.ndarray) -> None:
         """Put raw vectors encoded elsewhere into the embedding cache (no-op without one)."""
+        if role == "query" and self.query_encoder is not None:
+            return self.query_encoder.store(texts, role, vectors)
         if self.cache is not None and len(texts):
             template = self.template(role)
             self.cache.put([text_key(role, template, t) for t in texts], np.asarray(vectors, dtype=np.float32))
@@ -436,7 +504,9 @@ class DenseEncoder:
         return {"model": self.model_name, "preset": self.preset.name if self.preset else "none",
                 "query_prompt": self._query_prompt, "doc_prompt": self._doc_prompt, "instruction": self.instruction,
                 "normalize": self.normalize, "max_length": self.max_length, "revision": self.revision,
-                "trust_remote_code": self.trust_remote_code, "padding_side": self.padding_side, "dtype": self.dtype}
+                "trust_remote_code": self.trust_remote_code, "padding_side": self.padding_side, "dtype": self.dtype,
+                **({"pooling": self.pooling} if self.pooling is not None else {}),
+                **({"query_model": self.query_model} if self.query_model is not None else {})}
 
 
     def stats(self) -> dict[str, Any]:
@@ -446,6 +516,10 @@ class DenseEncoder:
                                "encode_seconds": round(self.encode_seconds, 3)}
         if self._cache is not None:
             out["cache_corrupt"] = self._cache.corrupt
+        if self.query_encoder is not None:
+            out["query_encoder"] = self.query_encoder.stats()
+            out["encoded"] += out["query_encoder"]["encoded"]
+            out["cache_hits"] += out["query_encoder"]["cache_hits"]
         return out
 
     def config(self) -> dict[str, Any]:
@@ -465,7 +539,8 @@ class DenseEncoder:
             "instruction": self.instruction,
             "normalize": self.normalize,
             "similarity": "cosine" if self.normalize else "dot",
-            "pooling": pooling or (self.preset.pooling if self.preset else None),
+            "pooling": self.pooling or pooling or (self.preset.pooling if self.preset else None),
+            "query_model": self.query_model,
             "dimension": self.dimension,
             "max_length": self.max_length,
             "batch_size": self.batch_size,

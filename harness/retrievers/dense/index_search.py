@@ -17,6 +17,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -29,15 +30,15 @@ from harness.retrievers.dense.model import DEFAULT_ALIASES
 log = logging.getLogger("harness.index")
 #: options that may differ from the manifest: where the weights are and how queries are encoded,
 #: not what an embedding is
-RUNTIME_OPTIONS = ("model", "device", "batch_size", "cache", "cache_dir", "local_files_only", "show_progress",
-                   "context")
+RUNTIME_OPTIONS = ("model", "query_model", "device", "batch_size", "cache", "cache_dir", "local_files_only",
+                   "show_progress", "context")
 #: options only the user decides, whatever the manifest says
 USER_OPTIONS = ("trust_remote_code",)
 #: the encoder settings a manifest records (DenseEncoder.settings()), with their types
-SETTINGS: dict[str, tuple[type, ...]] = {
+SETTINGS: Mapping[str, tuple[type, ...]] = MappingProxyType({
     "model": (str,), "preset": (str,), "query_prompt": (str,), "doc_prompt": (str,), "instruction": (str,),
     "normalize": (bool,), "max_length": (int,), "revision": (str,), "trust_remote_code": (bool,),
-    "padding_side": (str,), "dtype": (str,)}
+    "padding_side": (str,), "dtype": (str,), "pooling": (str,), "query_model": (str,)})
 _TEXT_LIMIT = 100_000
 FAISS_KINDS = ("flat", "hnsw")
 HNSW_M, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 200, 128
@@ -65,13 +66,38 @@ def _names_a_folder(name: str) -> bool:
             or Path(name).expanduser().exists())
 
 
+def refuse_api_index(manifest: Mapping[str, Any], folder: Path) -> None:
+    """An index built through an embeddings API (``model.api`` in its manifest, no weights to load) is
+    searched by that component: one message naming the spec that searches it."""
+    model = manifest.get("model")
+    api = model.get("api") if isinstance(model, dict) else None
+    if api is None:
+        return
+
+    def shown(value: Any) -> str:
+        return str(value)[:200] if isinstance(value, str | int) and not isinstance(value, bool) else "M"
+
+    if api != "openai-embeddings":
+        raise HarnessError(f"dense:index: {folder} was built with the API component {shown(api)!r}, not with local "
+                           f"weights; dense cannot encode its queries: search it with that component")
+    name = shown(model.get("model"))
+    extra = f",dimensions={shown(model['dimensions'])}" if model.get("dimensions") is not None else ""
+    encoder = manifest.get("encoder")
+    preset = encoder.get("preset") if isinstance(encoder, dict) else None
+    extra += f",preset={shown(preset)}" if isinstance(preset, str) and preset != "none" else ""
+    raise HarnessError(f"dense:index: this index was built with the API model {name!r} (openai-embeddings); search "
+                       f"it with openai-embeddings:index={folder},model={name}{extra}[,base_url=...]")
+
+
 def encoder_options(manifest: Mapping[str, Any], given: Mapping[str, Any], path: Path | str = MANIFEST
                     ) -> dict[str, Any]:
     """The encoder's arguments: the manifest's settings, then the runtime options given. A setting
     given that differs from the manifest's is an error (queries must be encoded as the documents were).
     ``trust_remote_code`` is the user's alone (default false); without ``model=``, the manifest's model
-    must be an id found on this machine, never a folder (see the module docstring)."""
+    must be an id found on this machine, never a folder (see the module docstring). An index built
+    through an embeddings API is refused with the spec that searches it (:func:`refuse_api_index`)."""
     path = Path(path)
+    refuse_api_index(manifest, path.parent)
     settings = manifest_settings(manifest, path)
     allowed = RUNTIME_OPTIONS + USER_OPTIONS
     clash = sorted(k for k, v in given.items() if k not in allowed and k in settings and v != settings[k])
@@ -96,6 +122,10 @@ def encoder_options(manifest: Mapping[str, Any], given: Mapping[str, Any], path:
                             f"pass dense:index={folder},model=FOLDER (its weights are checked against the index's "
                             f"fingerprint)", path)
         options["local_files_only"] = True  # found on this machine; never downloaded because a file says so
+    qname = settings.get("query_model")
+    if qname is not None and given.get("query_model") is None and _names_a_folder(qname):
+        raise DataError(f"names the query model folder {qname!r}; an index never chooses a folder of weights to "
+                        f"load: pass dense:index={folder},query_model=FOLDER (checked against the index)", path)
     return options
 
 
@@ -155,9 +185,28 @@ class IndexSearch:
             raise DataError(f"records weights fingerprint {want} (model {claimed.get('model')!r}); the weights at "
                             f"{encoder.local_dir} have fingerprint {got}: they are not the weights the index was "
                             f"built with", path)
+        self._check_query_model(encoder, claimed, path)
         if encoder.query_template != self.index.manifest.get("query_template"):
             raise DataError(f"query template {self.index.manifest.get('query_template')!r} differs from the "
                             f"encoder's {encoder.query_template!r}", path)
+
+    @staticmethod
+    def _check_query_model(encoder: Any, claimed: Mapping[str, Any], path: Path) -> None:
+        """A two-encoder index (DPR): the query encoder's weights are the ones it recorded."""
+        want = claimed.get("query_fingerprint")
+        sub = getattr(encoder, "query_encoder", None)
+        if want is None and sub is None:
+            return
+        if sub is None or not isinstance(want, str):
+            raise DataError("records a separate query encoder, or the encoder has one the index does not record: "
+                            "they must agree", path)
+        if sub.local_dir is None:
+            raise HarnessError(f"dense:index: the weights of query model {sub.model_name!r} are not in a folder on "
+                               f"this machine; download them first or pass query_model=FOLDER")
+        got = sub.identity().get("fingerprint")
+        if got != want:
+            raise DataError(f"records query-encoder fingerprint {want}; the weights at {sub.local_dir} have "
+                            f"fingerprint {got}: not the query encoder the index was built with", path)
 
     # -- search --------------------------------------------------------------------------------
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

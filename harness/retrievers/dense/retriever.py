@@ -84,10 +84,10 @@ class DenseRetriever(_DenseComponent):
             return
         from harness.retrievers.dense.index_search import IndexSearch, encoder_options
 
-        require("sentence_transformers", "dense", "dense retrieval")
         self.store = IndexSearch(index, faiss=faiss, search=search, verify=True if verify is None else verify)
-        self.encoder = DenseEncoder(label=label or self.default_label, **encoder_options(
-            self.store.index.manifest, options, self.store.index.folder / "index.json"))
+        settings = encoder_options(self.store.index.manifest, options, self.store.index.folder / "index.json")
+        require("sentence_transformers", "dense", "dense retrieval")  # after the manifest: an API index needs none
+        self.encoder = DenseEncoder(label=label or self.default_label, **settings)
         self.store.check_model(self.encoder)  # from the weights' files, before any model is loaded
 
     def index(self, corpus: Mapping[str, Document]) -> None:

@@ -18,6 +18,8 @@ Importing this module is light: no numpy, no LLM layer, no SDK; the factories im
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from harness import hookimpl, lazy
@@ -35,7 +37,7 @@ SOURCE = "BIRCO-benchmark/BIRCO @84b2b05c862cff6f6a80c06a6a11e6a7cd12e838 : data
 BASE_URL = "https://raw.githubusercontent.com/BIRCO-benchmark/BIRCO/84b2b05c862cff6f6a80c06a6a11e6a7cd12e838/datasets"
 
 #: data-folder-relative path -> (sha256, size), from the shared data's SHA256SUMS
-FILES: dict[str, tuple[str, int]] = {
+FILES: Mapping[str, tuple[str, int]] = MappingProxyType({
     "birco/arguana/test_set.pickle": ("86d9f5838c8db84b63a61e670ba8fe4259cd7cc6176d5587c2c2289e3ceab6ab", 3879322),
     "birco/arguana/e5_rank.pickle": ("bdeeb655892717ecd8b2978e6909067e545c42c96fb943f17499bece72611fb2", 151023),
     "birco/clinical-trial/test_set.pickle": (
@@ -50,19 +52,19 @@ FILES: dict[str, tuple[str, int]] = {
     "birco/wtb/test_set.pickle": ("c6325cfc315407016250aefa366c43d319c406ffa8ee6e882aa7d7b9ec007f13", 2101382),
     "birco/wtb/e5_rank.pickle": ("a91e173606cca8e1bd4dca012b5afd808ac971e9083a90727f13a0e29e3c3f86", 50856),
     "birco/wtb/dev_set.pickle": ("07b764e2122d620a20180beadd222eadc82c71162f489f494c567388e33f3253", 3516769),
-}
+})
 
-DEFAULT_METRICS = ["birco-ndcg@10", "birco-recall@5"]
+DEFAULT_METRICS = ("birco-ndcg@10", "birco-recall@5")
 #: the summary row `harness eval` prints (Task.table), as the paper: the bootstrap mean x100 (± SE)
-TABLE = [("nDCG@10", "birco-ndcg@10:estimate", 100), ("R@5", "birco-recall@5:estimate", 100)]
+TABLE = (("nDCG@10", "birco-ndcg@10:estimate", 100), ("R@5", "birco-recall@5:estimate", 100))
 
-_DESCRIPTIONS = {
+_DESCRIPTIONS = MappingProxyType({
     "doris-mae": "DORIS-MAE (dev set): abstracts meeting a multi-part CS research need",
     "arguana": "ArguAna: the best counter-argument",
     "wtb": "WhatsThatBook: the book from a fuzzy, half-remembered description",
     "clinical-trial": "Clinical-Trial: trials a patient case qualifies for",
     "relic": "RELIC: the quotation for the [masked sentence(s)] of a literary analysis",
-}
+})
 
 
 def default_split(task: str) -> str:
@@ -85,12 +87,12 @@ def task_files(task: str, split: str | None = None) -> list[Any]:
 
 
 #: MTEB's BIRCO tasks (mteb/tasks/retrieval/eng/birco_*.py @ a905523d, v2.20.0): task name and dataset revision
-MTEB_TASKS = {
+MTEB_TASKS = MappingProxyType({
     "arguana": ("BIRCO-ArguAna", "0229bee36500c92028874b55b5a1d08e5ee37bb9"),
     "clinical-trial": ("BIRCO-ClinicalTrial", "ef7b3a7f08dd2f0f7bdf0cf23391f8a1a26ad477"),
     "relic": ("BIRCO-Relic", "3d593fde907860102a282b4a6ea7fb1e1f1f83dd"),
     "wtb": ("BIRCO-WTB", "ea824f8065fa62e2e770a8a201c20b03abf87540"),
-}
+})
 
 
 def mteb_block(name: str) -> dict[str, Any]:

@@ -4,7 +4,10 @@ curly apostrophes and double spaces included. Generated from that file; do not e
 
 from __future__ import annotations
 
-OBJECTIVES: dict[str, str] = {
+from collections.abc import Mapping
+from types import MappingProxyType
+
+OBJECTIVES: Mapping[str, str] = MappingProxyType({
     'doris-mae': (
         'The query consists of users’ needs, leading to several research questions that span a '
         'paragraph. Each candidate passage is an abstract from a scientific paper. The objective of '
@@ -59,4 +62,4 @@ OBJECTIVES: dict[str, str] = {
         'for clinical trials. The overall goal of this specific information retrieval IR task is to '
         'match eligible patients (the query) to clinical trials (the passage) for recruitment.'
     ),
-}
+})

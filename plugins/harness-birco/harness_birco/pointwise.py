@@ -52,20 +52,19 @@ class _Pointwise:
     protocol = ""
     templates: list[str] = []
 
-    def __init__(self, llm: str | None = None, objective: Any = True, temperature: float = 0.0,
+    def __init__(self, llm: str | None = None, objective: Any = True, temperature: float | None = None,
                  max_tokens: int | None = None, max_requirements: int = 5, depth: int | None = None,
                  context: Context | None = None):
         self.objective = _flag(objective)
-        self.temperature = float(temperature)
-        self.max_tokens = DEFAULT_MAX_TOKENS if max_tokens is None else (int(max_tokens) or None)  # 0: no cap
         self.max_requirements = int(max_requirements)
         if self.max_requirements < 1:
             raise ValueError("max_requirements must be >= 1")
         self.depth = int(depth) if depth else None
-        defaults: dict[str, Any] = {"temperature": self.temperature}
-        if self.max_tokens:
-            defaults["max_tokens"] = self.max_tokens
-        self.client = Context.of(context).llm.client(llm, **defaults)
+        given = {k: conv(v) for k, v, conv in (("temperature", temperature, float), ("max_tokens", max_tokens, int))
+                 if v is not None}  # typed beats the LLM spec, which beats the defaults; max_tokens=0: no cap
+        self.client = Context.of(context).llm.client(
+            llm, component_defaults={"temperature": 0.0, "max_tokens": DEFAULT_MAX_TOKENS}, **given)
+        self.temperature, self.max_tokens = self.client.defaults.temperature, self.client.defaults.max_tokens
         self.scorer = PointwiseScorer(self.client)
         self.last_scores: dict[str, dict[str, float]] = {}
         self.last_criteria: dict[str, str] = {}

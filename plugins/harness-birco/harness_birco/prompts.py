@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from types import MappingProxyType
 
 TEMPLATE_VERSION = "1"
 
@@ -74,11 +75,11 @@ SUBTASK = (
 SUBTASK_FORMAT = ("\n\nThink step by step, and then output a single score on a scale of 0-10 for how well the "
                   "passage meets the requirement, in this format: SCORE: ?/10")
 
-TEMPLATES = {
+TEMPLATES = MappingProxyType({
     "score+o": SCORE_O, "reason+o": REASON_O, "score": SCORE, "reason": REASON,
     "criteria_suffix": CRITERIA_SUFFIX, "with_criteria": WITH_CRITERIA,
     "subtask": SUBTASK, "subtask_format": SUBTASK_FORMAT,
-}
+})
 
 
 def template_hash(names: list[str] | None = None) -> str:

@@ -30,14 +30,16 @@ import pickletools
 import re
 import struct
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from harness import DataError
 
 #: globals admitted, (module, name); none of them is ever imported
-SCALAR = {("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar")}
-DTYPE = {("numpy", "dtype")}
+SCALAR = frozenset({("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar")})
+DTYPE = frozenset({("numpy", "dtype")})
 _CONTAINER_NAMES = ("set", "frozenset", "list", "dict", "tuple", "bytearray")
 CONTAINERS = ({(m, n) for m in ("builtins", "__builtin__") for n in _CONTAINER_NAMES}
               | {("collections", "OrderedDict")})
@@ -56,21 +58,21 @@ MAX_OBJECTS = 50_000_000
 MAX_KEY_TUPLE = 16
 
 #: numpy dtype kinds decoded, and their admitted item sizes (``None``: any size)
-_KINDS: dict[str, tuple[int, ...] | None] = {"b": (1,), "i": (1, 2, 4, 8), "u": (1, 2, 4, 8), "f": (2, 4, 8),
-                                             "S": None, "U": None}
-_INT_CODES = {1: "b", 2: "h", 4: "i", 8: "q"}
-_FLOAT_CODES = {2: "e", 4: "f", 8: "d"}
+_KINDS: Mapping[str, tuple[int, ...] | None] = MappingProxyType({"b": (1,), "i": (1, 2, 4, 8), "u": (1, 2, 4, 8),
+                                                              "f": (2, 4, 8), "S": None, "U": None})
+_INT_CODES = MappingProxyType({1: "b", 2: "h", 4: "i", 8: "q"})
+_FLOAT_CODES = MappingProxyType({2: "e", 4: "f", 8: "d"})
 _SCALARS = (str, int, float, bool, type(None), bytes)
 _DTYPE_RE = re.compile(r"([<>|=]?)([A-Za-z])(\d{1,9})")
 _NATIVE = "<" if sys.byteorder == "little" else ">"
 
-_IGNORED = {"PROTO", "FRAME"}
-_PUSH_VALUE = {"INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4", "FLOAT", "BINFLOAT",
-               "STRING", "BINSTRING", "SHORT_BINSTRING", "UNICODE", "SHORT_BINUNICODE", "BINUNICODE",
-               "BINUNICODE8", "BINBYTES", "SHORT_BINBYTES", "BINBYTES8"}
-_CONSTANTS = {"NONE": None, "NEWTRUE": True, "NEWFALSE": False}
-_PUT = {"PUT", "BINPUT", "LONG_BINPUT"}
-_GET = {"GET", "BINGET", "LONG_BINGET"}
+_IGNORED = frozenset({"PROTO", "FRAME"})
+_PUSH_VALUE = frozenset({"INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4", "FLOAT", "BINFLOAT",
+                         "STRING", "BINSTRING", "SHORT_BINSTRING", "UNICODE", "SHORT_BINUNICODE", "BINUNICODE",
+                         "BINUNICODE8", "BINBYTES", "SHORT_BINBYTES", "BINBYTES8"})
+_CONSTANTS = MappingProxyType({"NONE": None, "NEWTRUE": True, "NEWFALSE": False})
+_PUT = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
+_GET = frozenset({"GET", "BINGET", "LONG_BINGET"})
 
 
 class _Global:

@@ -19,8 +19,10 @@ How the official code applies them (``retrievers.py``):
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 #: the split kinds whose instructions differ
-_KIND = {
+_KIND = MappingProxyType({
     **dict.fromkeys(("biology", "earth_science", "economics", "psychology", "robotics", "stackoverflow",
                      "sustainable_living"), "post"),
     "pony": "pony",
@@ -28,9 +30,9 @@ _KIND = {
     "aops": "math-examples",
     "theoremqa_questions": "math-examples",
     "theoremqa_theorems": "math-theorems",
-}
+})
 
-_E5 = {
+_E5 = MappingProxyType({
     "post": ("Instruct: Given a {task} post, retrieve relevant passages that help answer the post\nQuery: ",
              "Instruct: Given a {task} post, retrieve relevant documents that help answer the post\nQuery: "),
     "pony": ("Instruct: Given a {task} question, retrieve relevant passages that help answer the question\nQuery: ",
@@ -41,8 +43,8 @@ _E5 = {
                       "Query: ", None),
     "math-theorems": ("Instruct: Given a Math problem, retrieve relevant theorems that help answer the problem\n"
                       "Query: ", None),
-}
-_BGE = {
+})
+_BGE = MappingProxyType({
     "post": ("Represent this {task} post for searching relevant passages: ",
              "Represent this {task} post for searching relevant documents: "),
     "pony": ("Represent this Pony question for searching relevant passages: ",
@@ -50,8 +52,8 @@ _BGE = {
     "coding": ("Represent this Coding problem for searching relevant examples: ", None),
     "math-examples": ("Represent this Math problem for searching relevant examples: ", None),
     "math-theorems": ("Represent this Math problem for searching relevant theorems: ", None),
-}
-_INSTRUCTOR_QUERY = {
+})
+_INSTRUCTOR_QUERY = MappingProxyType({
     "post": ("Represent the {task} post for retrieving relevant paragraphs: ",
              "Represent the {task} post for retrieving relevant documents: "),
     "pony": ("Represent the Pony question for retrieving relevant paragraphs: ",
@@ -59,15 +61,15 @@ _INSTRUCTOR_QUERY = {
     "coding": ("Represent the Coding problem for retrieving relevant examples: ", None),
     "math-examples": ("Represent the Math problem for retrieving relevant examples: ", None),
     "math-theorems": ("Represent the Math problem for retrieving relevant theorems: ", None),
-}
-_INSTRUCTOR_DOC = {
+})
+_INSTRUCTOR_DOC = MappingProxyType({
     "post": ("Represent the {task} paragraph for retrieval: ", "Represent the {task} document for retrieval: "),
     "pony": ("Represent the Pony paragraph for retrieval: ", "Represent the Pony document for retrieval: "),
     "coding": ("Represent the Coding example for retrieval: ", None),
     "math-examples": ("Represent the Math example for retrieval: ", None),
     "math-theorems": ("Represent the Math theorem for retrieval: ", None),
-}
-_GRIT = {
+})
+_GRIT = MappingProxyType({
     "post": ("<|user|>\nGiven a {task} post, retrieve relevant passages that help answer the post\n<|embed|>\n",
              "<|user|>\nGiven a {task} post, retrieve relevant documents that help answer the post\n<|embed|>\n"),
     "pony": ("<|user|>\nGiven a {task} question, retrieve relevant passages that help answer the question\n<|embed|>\n",
@@ -79,16 +81,17 @@ _GRIT = {
                       "<|embed|>\n", None),
     "math-theorems": ("<|user|>\nGiven a Math problem, retrieve relevant theorems that help answer the problem\n"
                       "<|embed|>\n", None),
-}
-_GRIT_DOC = {kind: ("<|embed|>\n", "<|embed|>\n" if kind in ("post", "pony") else None) for kind in _E5}
+})
+_GRIT_DOC = MappingProxyType({kind: ("<|embed|>\n", "<|embed|>\n" if kind in ("post", "pony") else None)
+                              for kind in _E5})
 
 #: family -> (query templates, document templates or None); each template table: kind -> (short, long)
-_FAMILIES = {
+_FAMILIES = MappingProxyType({
     "e5": (_E5, None), "sf": (_E5, None), "qwen": (_E5, None), "qwen2": (_E5, None),
     "bge": (_BGE, None),
     "inst-l": (_INSTRUCTOR_QUERY, _INSTRUCTOR_DOC), "inst-xl": (_INSTRUCTOR_QUERY, _INSTRUCTOR_DOC),
     "grit": (_GRIT, _GRIT_DOC),
-}
+})
 #: the families whose instruction the official code concatenates before the query text
 CONCATENATED = ("e5", "sf", "qwen", "qwen2", "bge")
 #: every family with instructions

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 from harness import DataFile, HarnessError, Task
@@ -23,18 +24,18 @@ LONG_SPLITS = SPLITS[:7] + ("pony",)
 REASONING = ("gpt4_reason", "claude-3-opus_reason", "Gemini-1.0_reason", "grit_reason", "llama3-70b_reason")
 QUERY_CONFIGS = ("examples", *REASONING)
 #: the official metrics (``calculate_retrieval_metrics``: NDCG@10 headline, MAP@10 = map_cut, Recall@100, P@5, MRR)
-METRICS = ["nDCG@10", "MAP@10", "Recall@100", "P@5", "MRR"]
+METRICS = ("nDCG@10", "MAP@10", "Recall@100", "P@5", "MRR")
 DEPTH = 1000  # the official runs keep the top 1,000 after removing excluded_ids
-TABLE = [("nDCG@10", "nDCG@10", 100), ("MAP@10", "MAP@10", 100), ("Recall@100", "Recall@100", 100),
-         ("P@5", "P@5", 100), ("MRR", "MRR", 100)]
+TABLE = (("nDCG@10", "nDCG@10", 100), ("MAP@10", "MAP@10", 100), ("Recall@100", "Recall@100", 100),
+         ("P@5", "P@5", 100), ("MRR", "MRR", 100))
 #: the MTEB v1.1 task of each split (mteb/tasks/retrieval/eng/bright_v1_1_retrieval.py)
-MTEB_NAMES = {
+MTEB_NAMES = MappingProxyType({
     "biology": "BrightBiology", "earth_science": "BrightEarthScience", "economics": "BrightEconomics",
     "psychology": "BrightPsychology", "robotics": "BrightRobotics", "stackoverflow": "BrightStackoverflow",
     "sustainable_living": "BrightSustainableLiving", "leetcode": "BrightLeetcode", "pony": "BrightPony",
     "aops": "BrightAops", "theoremqa_theorems": "BrightTheoremQATheorems",
     "theoremqa_questions": "BrightTheoremQAQuestions",
-}
+})
 MTEB_DATASET = "mteb/BRIGHT"
 MTEB_REVISION = "c26703e6600d97c579ee2985f16cf307db13ed85"
 MTEB_DIFFERS = (f"the harness reads {HUB_REPO} @ {REVISION}; MTEB's BRIGHT(v1.1) tasks read {MTEB_DATASET} @ "

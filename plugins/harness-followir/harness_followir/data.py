@@ -10,12 +10,13 @@ the documents p-MRR counts.
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 from harness import Context, DataError, Dataset, Qrels, Query, Run, load_dataset
 
 MODES = ("og", "changed")
-SUFFIX = {"og": "-og", "changed": "-changed"}
+SUFFIX = MappingProxyType({"og": "-og", "changed": "-changed"})
 
 
 def split_id(qid: str) -> tuple[str, str]:

@@ -10,11 +10,12 @@ exactly where the component tied. Counted documents: the dataset's ``qrel_diff``
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 from harness import HarnessError, MetricInput, MetricResult
 
-RULES = {"trec_eval": "p-MRR", "release": "p-MRR[release]"}
+RULES = MappingProxyType({"trec_eval": "p-MRR", "release": "p-MRR[release]"})
 
 
 class FollowIRPMRR:

@@ -14,6 +14,8 @@ implementation modules, and the LLM client is created when the judge is.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from harness import hookimpl
@@ -21,7 +23,7 @@ from harness import hookimpl
 __version__ = "0.1.0"
 
 #: subset -> (description, has instruction levels)
-SUBSETS: dict[str, tuple[str, bool]] = {
+SUBSETS: Mapping[str, tuple[str, bool]] = MappingProxyType({
     "fiqa": ("Finance: FiQA questions with personal-finance instructions", True),
     "scifact_open": ("Scientific literature: SciFact-open claims", True),
     "nfcorpus": ("Scientific literature: NFCorpus", False),
@@ -29,18 +31,18 @@ SUBSETS: dict[str, tuple[str, bool]] = {
     "fire": ("Legal: FIRE 2017 precedents supporting a decision", False),
     "pm": ("Health: TREC Precision Medicine 2017+2018 clinical trials", True),
     "cds": ("Health: TREC Clinical Decision Support 2015", False),
-}
+})
 
-TASK_METRICS = ["nDCG@20", "instfol"]
+TASK_METRICS = ("nDCG@20", "instfol")
 
 #: MTEB's IFIR tasks (mteb/tasks/instruction_retrieval/eng/ifir*_retrieval.py @ a905523d, v2.20.0): name, dataset,
 #: revision (abbreviated there)
-MTEB_TASKS = {
+MTEB_TASKS = MappingProxyType({
     "fiqa": ("IFIRFiQA", "if-ir/fiqa", "1670fc6"), "scifact_open": ("IFIRScifact", "if-ir/scifact_open", "1690191"),
     "nfcorpus": ("IFIRNFCorpus", "if-ir/nfcorpus", "3520715"), "aila": ("IFIRAila", "if-ir/aila", "1cb8772"),
     "fire": ("IFIRFire", "if-ir/fire", "0efa7b1"), "pm": ("IFIRPm", "if-ir/pm", "559fdb6"),
     "cds": ("IFIRCds", "if-ir/cds", "9a05fd6"),
-}
+})
 
 
 def mteb_block(subset: str) -> dict[str, Any]:

@@ -55,23 +55,26 @@ class InstfolJudge:
     puts the score first, so it fits with room; a truncated reason still parses; ``0`` sends none)."""
 
     def __init__(self, llm: str | None = None, depth: int = 20, prompts: str | None = None, prompt: str | None = None,
-                 temperature: float = 0.0, top_p: float | None = 0.7, top_logprobs: int = 10, min_prob: float = 0.01,
+                 temperature: float | None = None, top_p: float | None = 0.7, top_logprobs: int | None = None,
+                 min_prob: float = 0.01,
                  max_score: int = 3, max_chars: int | None = None, max_tokens: int | None = None,
                  context: Context | None = None):
-        self.depth, self.top_logprobs, self.min_prob = int(depth), int(top_logprobs), float(min_prob)
+        self.depth, self.min_prob = int(depth), float(min_prob)
         self.max_score, self.max_chars = int(max_score), max_chars
-        self.max_tokens = DEFAULT_MAX_TOKENS if max_tokens is None else (int(max_tokens) or None)
         self.templates = TemplateSet(prompts, prompt)
-        self.temperature, self.top_p = float(temperature), (None if top_p is None else float(top_p))
-        self.client = Context.of(context).llm.client(llm, temperature=self.temperature, top_p=self.top_p)
+        given = {k: conv(v) for k, v, conv in (("temperature", temperature, float), ("top_logprobs", top_logprobs, int),
+                                                ("max_tokens", max_tokens, int)) if v is not None}
+        given["top_p"] = None if top_p is None else float(top_p)  # null sends none; untyped: a component default
+        self.client = Context.of(context).llm.client(llm, component_defaults={
+            "temperature": 0.0, "top_logprobs": 10, "max_tokens": DEFAULT_MAX_TOKENS, "logprobs": "optional"}, **given)
+        d = self.client.defaults
+        self.temperature, self.top_p, self.top_logprobs, self.max_tokens = d.temperature, d.top_p, d.top_logprobs, \
+            d.max_tokens
         self.scorer = PointwiseScorer(self.client)
 
     def request(self, query: Query, doc: Document) -> tuple[str, dict[str, Any]]:
         tpl = self.templates.for_meta(query.meta)
-        req: dict[str, Any] = {"messages": tpl.messages(judge_instruction(query), document_text(doc, self.max_chars)),
-                               "logprobs": "optional", "top_logprobs": self.top_logprobs}
-        if self.max_tokens:
-            req["max_tokens"] = int(self.max_tokens)
+        req: dict[str, Any] = {"messages": tpl.messages(judge_instruction(query), document_text(doc, self.max_chars))}
         return tpl.name, req
 
     def _geval(self, reply: Any) -> Any:

@@ -51,6 +51,7 @@ def test_tone_dimension_in_process(host):
 
 
 def test_wheel_in_fresh_venv(tmp_path):
+    pytest.importorskip("hatchling", reason="building a wheel needs hatchling (pip install 'harness-ir[test]')")
     wheel = build_wheel(PROJECT, tmp_path / "wheels")
     python = fresh_venv(tmp_path / "venv", hide=("harness-infosearch-example",))
     cli = [str(python), "-m", "harness.cli"]

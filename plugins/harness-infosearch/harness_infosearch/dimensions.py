@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from harness import Context, DataError, DataFile, Task
@@ -38,20 +39,20 @@ HUB_URL = "https://huggingface.co/datasets/{repo}/resolve/{revision}/{file}"
 #: names Language-v1's commit (``d4915806...``), an upstream copy error: a commit of one repository is
 #: not one of another, so the Hub cannot serve Length-v1 at it. Length is therefore not pinned: its files
 #: are fetched at the commit ``main`` names when downloaded (said on stderr; see docs/infosearch.md).
-REVISIONS = {
+REVISIONS = MappingProxyType({
     "Audience-v1": "9bc73db6f3ca419c3fdb4d98e1f0864411756fc8",
     "Clarity-v1": "4c1892c874d09877c00243fac16452f3353039aa",
     "Format-v1": "63b53c9e117fa16a469026650861db77f25ab823",
     "Language-v1": "d4915806662132e118e8df242aee059ef5669578",
     "Source-v1": "67dad8949d168785706d82f93e6794e88c8fcd2e",
-}
+})
 #: the published dimensions without a usable pin, and why
-UNPINNED = {
+UNPINNED = MappingProxyType({
     "Length-v1": "the official task metadata names Language-v1's commit for Length-v1, which the Hub cannot "
                  "serve; see docs/infosearch.md",
-}
+})
 #: Table 1 metrics, in the paper's column order (nDCG@10 and MRR@1 are the core's standard measures)
-DEFAULT_METRICS = ["nDCG@10", "MRR@1", "Robustness@10", "p-MRR", "WISE", "SICR", "gold-rank"]
+DEFAULT_METRICS = ("nDCG@10", "MRR@1", "Robustness@10", "p-MRR", "WISE", "SICR", "gold-rank")
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 from importlib import metadata
@@ -69,7 +68,7 @@ def shell(hub, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     with isolated_environment(tmp_path / "cache"):
-        env = dict(os.environ, HF_ENDPOINT=hub.endpoint, HF_HOME=str(tmp_path / "hf"), HARNESS_DATA=str(data),
+        env = dict(hub.environ(), HF_HOME=str(tmp_path / "hf"), HARNESS_DATA=str(data),
                    HARNESS_AUTO_DOWNLOAD="1", HARNESS_PROGRESS="0")
         for var in ("HF_TOKEN", "HF_HUB_OFFLINE", "HARNESS_DATA_URL", "HARNESS_PLUGINS"):
             env.pop(var, None)

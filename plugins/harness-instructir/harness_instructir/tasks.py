@@ -9,6 +9,8 @@ instruction), ``default`` (qrels, split ``test``). Full-corpus retrieval (MTEB t
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from harness import Task
 
 REPO = "mteb/InstructIR-mteb"
@@ -20,8 +22,8 @@ ROBUSTNESS_METRIC = "instructir-Robustness"
 #: query text per form: the authors' (kaistAI/InstructIR ``eval/src/beir_utils.py`` builds
 #: ``"{0} [SEP] {1}".format(instruction, query)``; ``eval/robust_eval.py`` splits on ``[SEP]``, instruction
 #: first) and MTEB's (``_combine_queries_with_instruction_text``: ``text + " " + instruction``)
-FORMS = {"authors": "{instruction} [SEP] {text}", "mteb": "{text} {instruction}"}
-TASK_NAMES = {"authors": "instructir", "mteb": "instructir:mteb"}
+FORMS = MappingProxyType({"authors": "{instruction} [SEP] {text}", "mteb": "{text} {instruction}"})
+TASK_NAMES = MappingProxyType({"authors": "instructir", "mteb": "instructir:mteb"})
 
 DIFFERS = ("the query text is the authors' 'instruction [SEP] query'; MTEB's InstructIR joins 'query instruction' "
            "(task instructir:mteb, which exports)")

@@ -27,10 +27,12 @@ ALL_METRICS = ["nDCG@10", "instructir-Robustness@10", "instructir-Robustness@10:
 
 @pytest.fixture
 def hub(monkeypatch, tmp_path):
-    """``mteb/InstructIR-mteb`` at MTEB's pin, reached through HF_ENDPOINT; downloads on."""
+    """``mteb/InstructIR-mteb`` at MTEB's pin, reached through HF_ENDPOINT; downloads on. CI sets
+    HF_HUB_OFFLINE=1 (nothing may reach the internet); the imitation is on loopback, so offline mode is
+    turned off for these tests (``HubServer.online``)."""
     with HubServer() as server:
         server.add_repo(REPO, repository(), commit=REVISION)
-        monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
+        server.online(monkeypatch)
         monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
         monkeypatch.setenv("HARNESS_AUTO_DOWNLOAD", "1")
         monkeypatch.setenv("HARNESS_PROGRESS", "0")

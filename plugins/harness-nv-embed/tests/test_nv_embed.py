@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -86,11 +85,11 @@ def test_missing_weights_give_a_clear_error(discoverable, monkeypatch, tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("SENTENCE_TRANSFORMERS_HOME", str(tmp_path))  # an empty model cache
     registry = PluginHost().registry
-    t = time.perf_counter()
     with pytest.raises(HarnessError) as err:
         registry.create("retriever", "plugin:nv-embed")
-    assert time.perf_counter() - t < 10
     msg = str(err.value)
+    # decided before any attempt: the offline branch, with no download or load error as its cause
+    assert "(HF_HUB_OFFLINE is set)" in msg and "Cause:" not in msg
     assert msg.startswith("nv-embed:") and "nvidia/NV-Embed-v2" in msg and "model=/local/path" in msg
 
 

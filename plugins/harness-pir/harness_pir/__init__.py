@@ -17,6 +17,7 @@ Importing this module is light: loaders, metric and retrievers are imported when
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 from harness import hookimpl, lazy
@@ -31,17 +32,17 @@ DEMO_URL = "https://raw.githubusercontent.com/colinzhaoust/pir/cad87350f445eb535
 DEMO_SHA256 = "6f1a07a86499072f164a7fc37860dc5559ede8a0f2848ae0edd1ae879c3bd2c5"
 DEMO_SIZE = 4061371
 
-DEFAULT_METRICS = ["p-recall@5", "p-recall@10:details=false"]
+DEFAULT_METRICS = ("p-recall@5", "p-recall@10:details=false")
 DEFAULT_RETRIEVER = "dense"
 
-_DESCRIPTIONS = {
+_DESCRIPTIONS = MappingProxyType({
     "agnews": "synthetic AGNews: news similar to a story, from a subtopic vs a location perspective",
     "story": "StoryAnalogy: an analogous story vs a story with similar entities",
     "perspectrum": "Perspectrum: claims supporting / opposing / relating to an argument",
     "ambigqa": "AmbigQA: the passage answering one disambiguation of an ambiguous question",
     "allsides": "AllSides: news on a topic from the left / right / centre",
     "exfever": "Ex-FEVER: claims an explanation supports / refutes / says nothing about",
-}
+})
 
 
 def demo_file() -> Any:

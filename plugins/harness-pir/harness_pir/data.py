@@ -21,6 +21,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from harness import Context, DataError, Dataset, Document, Qrels, Query
@@ -32,14 +33,14 @@ DEMO_FIELDS = ("corpus", "queries", "source_queries", "perspectives", "key_ref",
 
 #: label recovery for the hub release, as the authors' process_hugginface_version.py does it:
 #: (default label, {substring of the perspective: label}); the last matching substring wins.
-HUB_LABELS: dict[str, tuple[str, dict[str, str]]] = {
+HUB_LABELS: Mapping[str, tuple[str, dict[str, str]]] = MappingProxyType({
     "ambigqa": ("perspective", {"perspective": "perspective"}),
     "story": ("analogy", {"entities": "entity", "analogy": "analogy"}),
     "agnews": ("subtopic", {"relates to": "subtopic", "happened in": "location"}),
     "allsides": ("left", {"left": "left", "right": "right", "center": "center"}),
     "perspectrum": ("support", {"support": "support", "oppose": "undermine", "relates to": "general"}),
     "exfever": ("NOT ENOUGH INFO", {"supports": "SUPPORT", "refutes": "REFUTE", "no information": "NOT ENOUGH INFO"}),
-}
+})
 
 _DEMO_CACHE: dict[tuple[str, int, int], dict[str, Any]] = {}
 

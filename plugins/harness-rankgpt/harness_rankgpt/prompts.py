@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from types import MappingProxyType
 from typing import Any
 
 #: version of the templates below; bump with any edit (the hash changes anyway)
@@ -109,7 +111,7 @@ SINGLE = PGTemplate(
     source="InfoSearch (Table 16), single user message as used through rank_llm",
 )
 
-VARIANTS: dict[str, PGTemplate] = {t.name: t for t in (CODE, PAPER, SINGLE)}
+VARIANTS: Mapping[str, PGTemplate] = MappingProxyType({t.name: t for t in (CODE, PAPER, SINGLE)})
 
 
 def get_template(name: str) -> PGTemplate:

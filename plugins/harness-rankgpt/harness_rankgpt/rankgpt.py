@@ -45,7 +45,8 @@ class RankGPT:
       in the query and passages become ``(``/``)`` (BIRCO).
     - ``max_words`` (300): each passage's word cap. ``temperature`` (0). ``max_tokens``: the reply
       cap, by default :func:`permutation_cap` of the window (6 per passage + 32: a full permutation
-      fits, a model that never ends its turn stops there); ``0`` sends none.
+      fits, a model that never ends its turn stops there); ``0`` sends none. The LLM spec's
+      ``temperature``/``max_tokens`` beat these defaults, a value given here beats the LLM spec's.
     - ``parser``: ``digits`` (the official parser: every digit counts) or ``brackets`` (only ``[n]``).
     - ``shuffle``: an integer seed to shuffle each candidate list first (NovelEval's protocol).
     """
@@ -63,7 +64,7 @@ class RankGPT:
         zero_based: bool = False,
         escape_brackets: bool = False,
         max_words: int | None = 300,
-        temperature: float = 0.0,
+        temperature: float | None = None,
         max_tokens: int | None = None,
         parser: str = "digits",
         shuffle: int | None = None,
@@ -82,14 +83,13 @@ class RankGPT:
         self.zero_based = bool(zero_based)
         self.escape = bool(escape_brackets)
         self.max_words = int(max_words) if max_words else None
-        self.temperature = float(temperature)
-        self.max_tokens = permutation_cap(self.window) if max_tokens is None else (int(max_tokens) or None)
         self.parser = parser
         self.shuffle = shuffle
-        defaults: dict[str, Any] = {"temperature": self.temperature}
-        if self.max_tokens:
-            defaults["max_tokens"] = self.max_tokens
-        self.client = Context.of(context).llm.client(llm, **defaults)
+        given = {k: conv(v) for k, v, conv in (("temperature", temperature, float), ("max_tokens", max_tokens, int))
+                 if v is not None}  # what was typed beats the LLM spec; the LLM spec beats the defaults
+        self.client = Context.of(context).llm.client(
+            llm, component_defaults={"temperature": 0.0, "max_tokens": permutation_cap(self.window)}, **given)
+        self.temperature, self.max_tokens = self.client.defaults.temperature, self.client.defaults.max_tokens
         self._lock = threading.Lock()
         self._stats: Counter[str] = Counter()
         self._failures: dict[str, int] = {}

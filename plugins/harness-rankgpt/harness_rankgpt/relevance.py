@@ -57,24 +57,27 @@ class RelevanceGeneration:
 
     Options: ``llm`` (default ``--llm``), ``depth`` (100), ``shots`` (4; 0 gives the zero-shot
     prompt), ``top_logprobs`` (5), ``max_tokens`` (1), ``max_words`` (300), ``query`` (``formed`` or
-    ``raw``)."""
+    ``raw``). The LLM spec's ``top_logprobs``/``max_tokens``/``temperature`` beat these defaults; a value
+    given here beats the LLM spec's."""
 
-    def __init__(self, llm: str | None = None, depth: int = 100, shots: int = 4, top_logprobs: int = 5,
-                 max_tokens: int = 1, max_words: int | None = 300, query: str = "formed",
+    def __init__(self, llm: str | None = None, depth: int = 100, shots: int = 4, top_logprobs: int | None = None,
+                 max_tokens: int | None = None, max_words: int | None = 300, query: str = "formed",
                  context: Context | None = None):
         if query not in ("formed", "raw"):
             raise ValueError(f"relevance-generation: query must be 'formed' or 'raw', got {query!r}")
-        self.depth, self.shots, self.top_logprobs = int(depth), int(shots), int(top_logprobs)
-        self.max_tokens, self.max_words, self.query_field = int(max_tokens), max_words, query
+        self.depth, self.shots = int(depth), int(shots)
+        self.max_words, self.query_field = max_words, query
         rg_prompt("q", "p", self.shots)  # validates shots
-        self.client = Context.of(context).llm.client(llm, temperature=0.0)
+        given = {k: int(v) for k, v in (("top_logprobs", top_logprobs), ("max_tokens", max_tokens)) if v is not None}
+        self.client = Context.of(context).llm.client(llm, component_defaults={
+            "temperature": 0.0, "max_tokens": 1, "logprobs": "optional", "top_logprobs": 5}, **given)
+        self.top_logprobs, self.max_tokens = self.client.defaults.top_logprobs, self.client.defaults.max_tokens
         self.scorer = PointwiseScorer(self.client)
 
     def request(self, query: Query, doc: Document | None) -> dict[str, Any]:
         text = query.meta.get("query", query.text) if self.query_field == "raw" else query.text
         passage = passage_text(doc.text, doc.title, self.max_words) if doc is not None else ""
-        return {"messages": [{"role": "user", "content": rg_prompt(text, passage, self.shots)}],
-                "max_tokens": self.max_tokens, "logprobs": "optional", "top_logprobs": self.top_logprobs}
+        return {"messages": [{"role": "user", "content": rg_prompt(text, passage, self.shots)}]}
 
     @staticmethod
     def parse(reply: Any) -> tuple[float | None, tuple[str, ...]]:

@@ -1,0 +1,348 @@
+"""The stages of one evaluation, each with explicit inputs and outputs (``docs/architecture.md``,
+"The stages"); :func:`harness.evaluation.pipeline.evaluate` composes them::
+
+    build_components  (context, task, specs)          -> Components   (before any data is read)
+    load              (context, task, limit)          -> Dataset      (counts["unknown_ids"], timings["load"])
+    index             (Components, Dataset)           -> None         (the first stage's index; timings["index"])
+    per mode: task_queries (Dataset, mode, format)    -> queries
+              first_stage  (Components, Dataset, queries, depth) -> Run   (excluded ids dropped)
+              rerank       (Components, Dataset, queries, Run)   -> Run   (strictly decreasing, excluded dropped)
+              judge        (Components, Dataset, queries, Run)   -> Judgments
+    account           (Components, Dataset, runs)     -> None         (component stats, query counts)
+    apply_metrics     (metrics, runs, Dataset, judgments) -> MetricResult   (also behind harness.api.score)
+    assemble_result   (...)                           -> EvalResult   (usage, LLM failures, timings["total"])
+    write_output      (folder, EvalResult, clients)   -> None         (harness view's files, then the results)
+
+Counters and seconds per stage go to a :class:`Ledger`, in the order results.json lists them.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.concepts.dataset import Dataset
+from harness.concepts.errors import HarnessError
+from harness.concepts.judgment import Judgments
+from harness.concepts.protocols import (
+    CandidateRetriever,
+    Judge,
+    Metric,
+    MetricInput,
+    MetricResult,
+    QueryObjectRetriever,
+    Reranker,
+    Retriever,
+    counted,
+    describe,
+)
+from harness.concepts.query import Query, format_query
+from harness.concepts.run import Run
+from harness.concepts.task import Task
+from harness.plugins.component_spec import parse_spec
+from harness.results.result import EvalResult
+from harness.runtime.context import Context
+
+ComponentArg = str | Any
+
+
+def log(msg: str, progress: bool) -> None:
+    if progress:
+        print(msg, file=sys.stderr, flush=True)
+
+
+@dataclass
+class Ledger:
+    """An evaluation's counters and seconds per stage, in the order results.json lists them."""
+
+    counts: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    started: float = field(default_factory=time.perf_counter)
+
+    @contextmanager
+    def timed(self, key: str) -> Iterator[None]:
+        """``timings[key]``: the seconds the block took (not recorded when it raises)."""
+        t = time.perf_counter()
+        yield
+        self.timings[key] = time.perf_counter() - t
+
+
+@dataclass
+class Components:
+    """The evaluation's components and ``described``, results.json's account of them."""
+
+    first: Any
+    rerankers: list[Any]
+    judge: Any | None
+    described: dict[str, Any]
+
+    @property
+    def labels(self) -> list[str]:
+        """The rerankers' specs, as timings and counts name them."""
+        return [d["spec"] for d in self.described.get("rerankers", [])]
+
+    def pairs(self) -> list[tuple[dict[str, Any], Any]]:
+        pairs = [(self.described["retriever"], self.first), *zip(self.described.get("rerankers", []), self.rerankers)]
+        return pairs + ([(self.described["judge"], self.judge)] if self.judge is not None else [])
+
+    def describe_metrics(self, metrics: Sequence[Metric]) -> None:
+        for metric in metrics:
+            self.described.setdefault("metrics", []).append(describe(metric) | {"names": list(metric.names)})
+
+
+@dataclass
+class Rankings:
+    """Per mode: the final ``runs``, the ``first_stage`` ranking (kept when rerankers follow) and the ``judgments``."""
+
+    runs: dict[str, Run] = field(default_factory=dict)
+    first_stage: dict[str, Run] = field(default_factory=dict)
+    judgments: dict[str, Judgments] = field(default_factory=dict)
+
+
+# -- arguments -------------------------------------------------------------------------------------------
+def check_limits(limit: int | None = None, depth: int | None = None) -> None:
+    """``limit`` (queries) and ``depth`` (first-stage depth) are None or whole numbers >= 1."""
+    for name, value in (("limit", limit), ("depth", depth)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise HarnessError(f"{name} must be a whole number >= 1 (or None for the task's default), got {value!r}")
+
+
+def check_arguments(limit: int | None, depth: int | None, max_llm_failures: float) -> float:
+    """Check ``limit`` and ``depth``; ``max_llm_failures`` as a share in [0, 1]."""
+    from harness.llm.failures import check_share
+
+    check_limits(limit=limit, depth=depth)
+    try:
+        return check_share(max_llm_failures)
+    except (TypeError, ValueError) as exc:
+        raise HarnessError(str(exc)) from None
+
+
+def resolve_task(context: Context, task: str | Task | None, dataset: str | None) -> Task:
+    if isinstance(task, Task):
+        return task
+    if task:
+        return context.registry.create("task", task, context)
+    if dataset:
+        spec = parse_spec(dataset)
+        return Task(name=spec.name, dataset=dataset, first_stage="retrieve", metrics=["nDCG@10"])
+    raise HarnessError("give a task (--task NAME) or a dataset (--dataset SPEC); `harness list-plugins` lists them")
+
+
+# -- components ------------------------------------------------------------------------------------------
+def _create(context: Context, kind: str, spec: ComponentArg, protocol: type) -> tuple[Any, dict[str, Any]]:
+    """A component from a spec string (through the registry) or an object given as it is; either
+    way checked against its protocol."""
+    if isinstance(spec, str):
+        obj, comp, parsed = context.registry.build(kind, spec, context)
+        desc = {"spec": spec, "name": comp.name, "source": comp.source, "args": parsed.args}
+    else:
+        obj = spec
+        name = type(obj).__name__
+        desc = {"spec": f"object:{name}", "name": name, "source": f"object ({type(obj).__module__})", "args": {}}
+    if not isinstance(obj, protocol):
+        raise HarnessError(f"{kind} {desc['spec']!r} is a {type(obj).__name__}, which does not implement the "
+                           f"{protocol.__name__} protocol (docs/plugin_hooks.md)")
+    return obj, {**desc, **describe(obj)}
+
+
+def build_components(context: Context, task: Task, retriever: ComponentArg | None,
+                     rerankers: Sequence[ComponentArg], judge: ComponentArg | None) -> Components:
+    """Every component, created before any data is read: a bad spec or a missing API key fails before
+    a download or an index build."""
+    first_spec = retriever or ("candidates" if task.first_stage == "candidates" else task.retriever)
+    described: dict[str, Any] = {}
+    first, described["retriever"] = _create(context, "retriever", first_spec,
+                                            Retriever | CandidateRetriever | QueryObjectRetriever)
+    objs = []
+    for spec in rerankers:
+        obj, desc = _create(context, "reranker", spec, Reranker)
+        objs.append(obj)
+        described.setdefault("rerankers", []).append(desc)
+    judge_obj = None
+    if judge:
+        judge_obj, described["judge"] = _create(context, "judge", judge, Judge)
+    return Components(first, objs, judge_obj, described)
+
+
+# -- data ------------------------------------------------------------------------------------------------
+def load_task_dataset(context: Context, task: Task, download: bool = True) -> Dataset:
+    """Create the task's dataset, fetching its files into the context's data folder first when they
+    are missing."""
+    if task.files and download:
+        from harness.data.download import ensure_task_files
+
+        ensure_task_files(task, context.data, context.progress)
+    return context.registry.create("dataset", task.dataset, context, **task.dataset_args)
+
+
+def load(context: Context, task: Task, limit: int | None, ledger: Ledger, progress: bool) -> Dataset:
+    """The task's dataset (its first ``limit`` queries), validated: unknown ids are counted."""
+    with ledger.timed("load"):
+        ds = load_task_dataset(context, task)
+        if limit is not None:
+            ds = ds.limit(limit)
+        ledger.counts["unknown_ids"] = ds.validate()
+    log(f"[harness] {task.name}: {len(ds.corpus)} documents, "
+        f"{', '.join(f'{m}: {len(q)} queries' for m, q in ds.queries.items())}", progress)
+    return ds
+
+
+def task_queries(dataset: Dataset, mode: str, template: str) -> dict[str, Query]:
+    """The mode's queries as components see them: ``text`` formed by the task's template, the raw
+    text in ``meta['query']``, the instruction kept in ``instruction``."""
+    out = {}
+    for qid, q in dataset.queries[mode].items():
+        out[qid] = Query(qid, format_query(q, template), q.instruction, {**q.meta, "query": q.text})
+    return out
+
+
+# -- ranking ---------------------------------------------------------------------------------------------
+def index(components: Components, ds: Dataset, ledger: Ledger, progress: bool) -> None:
+    """Index the corpus for the first stage (given candidate lists need none, but must exist)."""
+    given = isinstance(components.first, CandidateRetriever)
+    if given and not ds.candidates:
+        raise HarnessError(f"dataset {ds.name!r} gives no candidate lists; pass --retriever bm25 or dense")
+    with ledger.timed("index"):
+        if not given:
+            log(f"[harness] indexing with {components.described['retriever']['spec']}", progress)
+            components.first.index(ds.corpus)
+
+
+def first_stage(components: Components, ds: Dataset, mode: str, queries: dict[str, Query], depth: int,
+                ledger: Ledger) -> Run:
+    """The first stage's top ``depth`` per query; excluded documents (:attr:`Dataset.excluded`) are
+    dropped after retrieving deep enough that ``depth`` remain."""
+    first = components.first
+    with ledger.timed(f"retrieve[{mode}]"):
+        if isinstance(first, CandidateRetriever):
+            first.set_candidates(ds.candidates.get(mode) if ds.candidates else None)
+        deep = depth + max((len(ds.excluded.get(q, ())) for q in queries), default=0)
+        if isinstance(first, QueryObjectRetriever):
+            run = first.search_queries(queries, deep)
+        else:
+            run = first.search({q: v.text for q, v in queries.items()}, deep)
+        if ds.excluded:
+            run = run.without(ds.excluded).top(depth)
+    return run
+
+
+def kept(run: Run, name: str) -> Run:
+    """A stage's ranking in a copy of its own (strict scores, so its order survives trec_eval): later
+    stages never touch it."""
+    copy = run.with_strict_scores()
+    copy.name = name
+    return copy
+
+
+def rerank(components: Components, ds: Dataset, mode: str, queries: dict[str, Query], run: Run,
+           ledger: Ledger) -> Run:
+    """The rerankers in turn; after each, excluded documents are dropped and scores made strictly
+    decreasing (the one rule, counted in ``scores_made_strict``). The result is named ``harness``."""
+    for label, reranker in zip(components.labels, components.rerankers):
+        with ledger.timed(f"rerank {label}[{mode}]"):
+            run = reranker.rerank(queries, run, ds.corpus).without(ds.excluded)
+            if not run.is_strictly_decreasing():  # a ranking's order must survive trec_eval's sort
+                ledger.counts.setdefault("scores_made_strict", []).append(f"{label}[{mode}]")
+                run = run.with_strict_scores()
+    run.name = "harness"
+    return run
+
+
+def judge(components: Components, ds: Dataset, mode: str, queries: dict[str, Query], run: Run,
+          ledger: Ledger) -> Judgments:
+    """The judge's judgments of the final run; its failures counted per mode."""
+    with ledger.timed(f"judge[{mode}]"):
+        judgments = components.judge.judge(queries, run, ds.corpus)
+    ledger.counts.setdefault("judge_failures", {})[mode] = judgments.n_failed
+    return judgments
+
+
+def account(components: Components, ds: Dataset, runs: Mapping[str, Run], ledger: Ledger) -> None:
+    """What the components counted (``stats()``, beside their config) and the queries left without
+    results or without qrels."""
+    for desc, obj in components.pairs():
+        stats = counted(obj)
+        if stats is not None:
+            desc["stats"] = stats
+    ledger.counts["queries_without_results"] = {m: sum(1 for h in r.values() if not h) for m, r in runs.items()}
+    ledger.counts["queries_without_qrels"] = {
+        m: sum(1 for q in r if q not in ds.qrels.get(m, {})) for m, r in runs.items()
+    }
+
+
+# -- metrics ---------------------------------------------------------------------------------------------
+def _merge(into: MetricResult, res: MetricResult, suffix: str) -> None:
+    into.aggregate.update({f"{n}{suffix}": v for n, v in res.aggregate.items()})
+    into.uncertainty.update({f"{n}{suffix}": u for n, u in res.uncertainty.items()})
+    into.details.update({f"{n}{suffix}": v for n, v in res.details.items()})
+    into.notes.update({f"{n}{suffix}": v for n, v in res.notes.items()})
+    for q, vals in res.per_query.items():
+        into.per_query.setdefault(q, {}).update({f"{n}{suffix}": v for n, v in vals.items()})
+
+
+def apply_metrics(metrics: Sequence[Metric], runs: dict[str, Run], ds: Dataset,
+                  judgments: dict[str, Judgments] | None = None) -> MetricResult:
+    """Every metric's results merged into one: a per-mode metric is computed on each mode's run (its
+    names suffixed ``[mode]`` when the dataset has several modes), a cross-mode metric on the runs of
+    every mode at once. ``runs`` holds a run for each of ``ds.modes``."""
+    judgments = {} if judgments is None else judgments
+    out = MetricResult({})
+    multi = len(ds.modes) > 1
+    for metric in metrics:
+        if metric.per_mode:
+            for mode in ds.modes:
+                res = metric.compute(MetricInput({mode: runs[mode]}, {mode: ds.qrels.get(mode)}, ds,
+                                                 {mode: judgments[mode]} if mode in judgments else {}))
+                _merge(out, res, f"[{mode}]" if multi else "")
+        else:
+            _merge(out, metric.compute(MetricInput(runs, dict(ds.qrels), ds, judgments)), "")
+    return out
+
+
+# -- results ---------------------------------------------------------------------------------------------
+def _llm_failures(usage: dict[str, Any], components: dict[str, Any], max_share: float) -> dict[str, Any]:
+    if not usage:
+        return {}
+    from harness.llm.failures import failure_report, merge_per_query
+
+    described = [components.get("retriever", {}), *components.get("rerankers", []), components.get("judge", {})]
+    return failure_report(usage, merge_per_query(d.get("stats") or {} for d in described), max_share)
+
+
+def assemble_result(context: Context, task: Task, ds: Dataset, components: Components, ranked: Rankings,
+                    scores: MetricResult, ledger: Ledger, command: list[str] | None,
+                    max_llm_failures: float) -> EvalResult:
+    """The :class:`EvalResult`: ``timings["total"]`` closes the ledger; the LLM session's usage and the
+    failure report (INCOMPLETE beyond ``max_llm_failures``) are read now."""
+    ledger.timings["total"] = time.perf_counter() - ledger.started
+    usage = context.llm.report()
+    return EvalResult(task, ds, components.described, scores.aggregate, scores.per_query, ranked.runs,
+                      ranked.judgments, ledger.counts, ledger.timings, usage=usage, command=command,
+                      llm_failures=_llm_failures(usage, components.described, max_llm_failures),
+                      uncertainty=scores.uncertainty, metric_details=scores.details, metric_notes=scores.notes,
+                      versions=context.versions(), first_stage_runs=ranked.first_stage)
+
+
+def check_output(output: str | Path, overwrite: bool, members: Sequence[str] = ()) -> None:
+    """Before any work: the folder (and a suite's member folders) can take every file the run writes."""
+    from harness.evaluation.output_files import check_result_files
+    from harness.results.store import prepare_output
+
+    prepare_output(output, overwrite=overwrite, members=members)
+    check_result_files(output, members)  # every file the run writes, not only the folder
+
+
+def write_output(output: str | Path, result: EvalResult, clients: Sequence[Any], progress: bool) -> None:
+    """``harness view``'s files, then the results (``results.json`` last)."""
+    from harness.evaluation.view_files import write_view_files
+    from harness.results.store import write_results
+
+    write_view_files(output, result.dataset, result.runs, clients)
+    write_results(result, output)
+    log(f"[harness] results written to {output}", progress)
