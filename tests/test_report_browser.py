@@ -86,7 +86,7 @@ def test_report_in_chromium(tmp_path):
         task_bars = page.locator('figure.bar-chart[data-kind="task"][data-metric="WISE"] rect.bar')
         assert task_bars.count() == len(SYSTEMS) * len(DIMS)
         data = page.evaluate("JSON.parse(document.getElementById('harness-data').textContent)")
-        assert [s["name"] for s in data["systems"]] == SYSTEMS
+        assert [s["name"] for s in data["systems"]] == list(SYSTEMS)
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         assert (tmp_path / "report.png").stat().st_size > 10_000
 

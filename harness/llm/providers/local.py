@@ -302,6 +302,10 @@ class LocalProvider:
                 **dict(options.extra)}
             try:
                 llm.chat_handler = handler  # None: llama-cpp-python's built-in format
+                # from scratch: llama.cpp would reuse the prefix the instance's previous prompt shares, and
+                # a quantised model's logits depend on how a prompt is split into batches, so a reply would
+                # depend on what that instance ran before (not on the request alone, as the cache assumes)
+                llm.reset()
                 out = llm.create_chat_completion(**kwargs)
             except ValueError as exc:  # a prompt longer than n_ctx
                 raise self.error(MalformedReply, f"{exc} (n_ctx={self.n_ctx}; pass local:n_ctx=...)") from exc

@@ -360,7 +360,10 @@
     var labels = Object.keys(q.rankings);
     var modes = q.qrels ? Object.keys(q.qrels) : [];
     var rankOf = {}, docs = [];
-    labels.forEach(function (l) {
+    // rows in the final ranking's order, then what only an earlier stage ranked
+    var byFinal = labels.filter(function (l) { return l.indexOf('final[') === 0; })
+      .concat(labels.filter(function (l) { return l.indexOf('final[') !== 0; }));
+    byFinal.forEach(function (l) {
       rankOf[l] = {};
       q.rankings[l].forEach(function (hit, i) {
         rankOf[l][hit[0]] = hit[1];
