@@ -77,6 +77,16 @@ def _clip(m: Any, n: int = 120) -> Any:
     return m
 
 
+#: how often an operation meets a locked database before the error is raised (about 10 s in all)
+LOCKED_TRIES = 20
+
+
+def _locked(exc: BaseException) -> bool:
+    """SQLite's "database is locked" / "busy": another connection holds the file, nothing is wrong with it."""
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
 class LLMCache:
     """A directory of cached replies. ``get``/``set`` are thread- and process-safe; each ``set``
     commits at once (a killed run loses no completed call).
@@ -114,17 +124,29 @@ class LLMCache:
         return dc
 
     def _guard(self, fn: Callable[[], T], reopen: bool = True) -> T:
-        """Run ``fn``; on a corrupt database move it aside, start a fresh one and run ``fn`` again."""
+        """Run ``fn``; on a corrupt database move it aside, start a fresh one and run ``fn`` again. A
+        database another connection holds locked is not corrupt: ``fn`` is tried again a while (SQLite
+        answers "locked" at once when two connections set up the file together), then the error is raised."""
         import sqlite3
 
-        try:
-            return fn()
-        except sqlite3.DatabaseError as exc:
-            with self._lock:
-                self._recover(exc)
-                if reopen:
-                    self._dc = self._open()
-            return fn()
+        for attempt in range(LOCKED_TRIES):
+            try:
+                return fn()
+            except sqlite3.OperationalError as exc:
+                if not _locked(exc):
+                    corrupt: BaseException = exc
+                    break
+                if attempt == LOCKED_TRIES - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+            except sqlite3.DatabaseError as exc:
+                corrupt = exc
+                break
+        with self._lock:
+            self._recover(corrupt)
+            if reopen:
+                self._dc = self._open()
+        return fn()
 
     def _recover(self, exc: BaseException) -> None:
         if self._dc is not None:
