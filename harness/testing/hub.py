@@ -175,6 +175,31 @@ class HubServer:
         env["HF_ENDPOINT"] = self.endpoint
         return env
 
+    def shell(self, folder: str | Path) -> Any:
+        """A runner of ``harness ...`` in a subprocess, as a user's shell runs it behind this Hub: an empty
+        data folder ``folder/data`` (the runner's ``.data``), a session of its own (cache, no keys),
+        ``HF_HOME`` in ``folder/hf``, downloads on, no token, no mirror; returns ``CompletedProcess``."""
+        import subprocess
+        import sys
+
+        from harness.testing.env import isolated_environment
+
+        folder = Path(folder)
+        data = folder / "data"
+        data.mkdir()
+        with isolated_environment(folder / "cache"):
+            env = dict(self.environ(), HF_HOME=str(folder / "hf"), HARNESS_DATA=str(data),
+                       HARNESS_AUTO_DOWNLOAD="1", HARNESS_PROGRESS="0")
+        for var in ("HF_TOKEN", "HARNESS_DATA_URL", "HARNESS_PLUGINS"):
+            env.pop(var, None)
+
+        def run(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+                                  env=env, cwd=folder, timeout=600)
+
+        run.data = data  # type: ignore[attr-defined]
+        return run
+
     def online(self, monkeypatch: Any) -> None:
         """For downloads in this process (pytest's ``monkeypatch`` undoes it after the test): ``HF_ENDPOINT``
         set to this server and offline mode off, in the environment and in huggingface_hub's settings,

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 from bright_fixture import BIO_EXAMPLES, BIO_GPT4, BIO_LONG, SPLITS, repository
-from harness.testing import HubServer, isolated_environment
+from harness.testing import HubServer
 
 from harness_bright import HUB_REPO, REVISION
 
@@ -44,20 +42,7 @@ def hub():
 
 def make_shell(hub: HubServer, tmp_path: Path):
     """``harness ...`` in a subprocess with HF_ENDPOINT at the imitation and an empty data folder."""
-    data = tmp_path / "data"
-    data.mkdir()
-    with isolated_environment(tmp_path / "cache"):
-        env = dict(hub.environ(), HF_HOME=str(tmp_path / "hf"), HARNESS_DATA=str(data),
-                   HARNESS_AUTO_DOWNLOAD="1", HARNESS_PROGRESS="0")
-        for var in ("HF_TOKEN", "HF_HUB_OFFLINE", "HARNESS_DATA_URL", "HARNESS_PLUGINS"):
-            env.pop(var, None)
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
-                              env=env, cwd=tmp_path, timeout=600)
-
-    run.data = data  # type: ignore[attr-defined]
-    return run
+    return hub.shell(tmp_path)
 
 
 @pytest.fixture

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from harness import Context, PluginHost, evaluate
-from harness.testing import HubServer, isolated_environment
+from harness.testing import HubServer
 
 from harness_ifir import SUBSETS
 
@@ -51,20 +49,7 @@ def hub():
 def shell(hub, tmp_path):
     if "ifir:fiqa" not in PluginHost().registry.components["task"]:
         pytest.skip("the CLI sees installed plugins only: pip install -e plugins/harness-ifir --no-deps")
-    data = tmp_path / "data"
-    data.mkdir()
-    with isolated_environment(tmp_path / "cache"):
-        env = dict(hub.environ(), HF_HOME=str(tmp_path / "hf"), HARNESS_DATA=str(data),
-                   HARNESS_AUTO_DOWNLOAD="1", HARNESS_PROGRESS="0")
-        for var in ("HF_TOKEN", "HF_HUB_OFFLINE", "HARNESS_DATA_URL", "HARNESS_PLUGINS"):
-            env.pop(var, None)
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
-                              env=env, cwd=tmp_path, timeout=600)
-
-    run.data = data  # type: ignore[attr-defined]
-    return run
+    return hub.shell(tmp_path)
 
 
 def _listing(folder: Path) -> list[str]:

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 from harness import Context, evaluate
-from harness.testing import HubServer, isolated_environment, plugin_registry
+from harness.testing import HubServer, plugin_registry
 
 import harness_infosearch
 from harness_infosearch import dimensions
@@ -65,20 +63,7 @@ def hub():
 @pytest.fixture
 def shell(hub, tmp_path):
     """Run ``harness ...`` in a subprocess with HF_ENDPOINT at the imitation and an empty data folder."""
-    data = tmp_path / "data"
-    data.mkdir()
-    with isolated_environment(tmp_path / "cache"):
-        env = dict(hub.environ(), HF_HOME=str(tmp_path / "hf"), HARNESS_DATA=str(data),
-                   HARNESS_AUTO_DOWNLOAD="1", HARNESS_PROGRESS="0")
-        for var in ("HF_TOKEN", "HF_HUB_OFFLINE", "HARNESS_DATA_URL", "HARNESS_PLUGINS"):
-            env.pop(var, None)
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
-                              env=env, cwd=tmp_path, timeout=600)
-
-    run.data = data  # type: ignore[attr-defined]
-    return run
+    return hub.shell(tmp_path)
 
 
 def _get_paths(hub: HubServer) -> set[str]:
