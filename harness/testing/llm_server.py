@@ -655,11 +655,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(api, 400, "request body is not JSON")
             return
         if owner.auth_key is not None and self._api_key() != owner.auth_key:
-            self._json(401, {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
-                                       "param": None, "code": "invalid_api_key"}})
+            # counted before the answer: a client that raises on the 401 may read the counter at once
             owner._note_key(self._api_key())
             with owner._lock:
                 owner.requests_total += 1
+            self._json(401, {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
+                                       "param": None, "code": "invalid_api_key"}})
             return
         nth = owner._note(body, self._api_key())
         self._counted = True
