@@ -45,7 +45,8 @@ _EXPORTS = MappingProxyType({
     "HarnessError": "harness.concepts.errors",
     "DataError": "harness.concepts.errors",
     # the context of an evaluation
-    "Context": "harness.runtime.context",
+    "Context": "harness.context",
+    "ComponentContext": "harness.concepts.context",
     "DataFolder": "harness.data.folder",
     "ProgressSettings": "harness.runtime.progress",
     "progress": "harness.runtime.progress",
@@ -108,7 +109,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from harness.results.result import EvalResult  # noqa: F401
     from harness.results.store import read_results  # noqa: F401
     from harness.results.table import render_table  # noqa: F401
-    from harness.runtime.context import Context  # noqa: F401
+    from harness.context import Context  # noqa: F401
     from harness.runtime.progress import ProgressSettings, progress  # noqa: F401
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -17,7 +17,7 @@ from harness.concepts.run import Run
 from harness.concepts.task import Task
 from harness.evaluation.pipeline import EvalResult, evaluate
 from harness.evaluation.stages import apply_metrics, load_task_dataset
-from harness.runtime.context import Context, ensure_context
+from harness.context import Context, ensure_context
 
 
 def load_task(name: str, context: Context | None = None) -> Task:

@@ -71,7 +71,7 @@ def test_the_default_is_named_as_the_default(tmp_path: Path, monkeypatch: pytest
             "that folder does not exist)") in err, err
     assert not root.exists()  # automatic download is off: nothing was created
     assert DataFolder.from_env().source == "the default: neither --data-dir nor $HARNESS_DATA is set"
-    from harness.runtime.context import Context
+    from harness.context import Context
 
     assert Context.create(data_dir=tmp_path).data.source == "given by Context(data_dir=...)"
     assert DataFolder.from_env(tmp_path).source == "given by --data-dir"
@@ -135,7 +135,7 @@ def test_auto_download_never_creates_a_data_dir_given_by_the_option(tmp_path: Pa
     from harness.api import load_dataset, load_task
     from harness.concepts.errors import DataError
     from harness.data.download import ensure_task_files
-    from harness.runtime.context import Context
+    from harness.context import Context
     from harness.runtime.progress import ProgressSettings
 
     monkeypatch.setenv("HARNESS_AUTO_DOWNLOAD", "1")

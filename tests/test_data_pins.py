@@ -62,7 +62,7 @@ def test_the_checker_says_what_is_wrong() -> None:
 
 
 def registered_tasks() -> list:
-    from harness.runtime.context import Context
+    from harness.context import Context
 
     ctx = Context.create()
     return [ctx.registry.create("task", name, ctx) for name in ctx.registry.names("task")]

@@ -143,7 +143,7 @@ def test_missing_file_names_path_and_env(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_registry_builds_demo() -> None:
-    from harness.runtime.context import Context
+    from harness.context import Context
 
     context = Context.create()
     ds = context.registry.create("dataset", "demo", context)

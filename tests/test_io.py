@@ -54,7 +54,7 @@ def test_data_dir_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert given.path == tmp_path / "cli" and given.origin == "option"
     assert DataFolder.from_env(None).path == tmp_path / "env"  # not given: back to the environment
     # the environment is read when a context is created; a folder given to it wins
-    from harness.runtime.context import Context
+    from harness.context import Context
 
     assert Context.create(data_dir=tmp_path / "api").data.path == tmp_path / "api"
     assert Context.create(data_dir=tmp_path / "api").data.origin == "api"

@@ -37,7 +37,7 @@ def test_published_bm25_is_rank_bm25_over_each_querys_own_passages(data_dir: Pat
 @pytest.mark.parametrize("spec,expected", [(None, 0.6503), ("bm25", 0.6769)])
 def test_what_harness_reports(data_dir: Path, spec: str | None, expected: float) -> None:
     from harness.api import evaluate
-    from harness.runtime.context import Context
+    from harness.context import Context
 
     res = evaluate("noveleval", retriever=spec, progress=False, context=Context.create(data_dir=data_dir))
     assert round(res.metrics["nDCG@10"], 4) == expected

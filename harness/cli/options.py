@@ -41,7 +41,7 @@ def make_context(llm_settings: Any = None, cache_dir: str | None = None, quiet: 
     """The context of the running command: the plugin host, ``--data-dir`` (a folder given by the
     option must exist unless ``check_data`` is False), the cache root, LLM settings and progress."""
     from harness.plugins.host import PluginHost
-    from harness.runtime.context import Context
+    from harness.context import Context
     from harness.runtime.progress import ProgressSettings
 
     state = cli_state()

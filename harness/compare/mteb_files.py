@@ -102,7 +102,7 @@ def metrics_of(f: Path, data: dict[str, Any], block: dict[str, Any]) -> dict[str
 def blocks_of(runs: list[Any], context: Any = None) -> dict[str, tuple[str, dict[str, Any]]]:
     """MTEB task name -> (harness task, its mteb block), from the runs' results.json, else the registered task."""
     from harness.concepts.errors import UnknownComponentError
-    from harness.runtime.context import Context
+    from harness.context import Context
 
     out: dict[str, tuple[str, dict[str, Any]]] = {}
     ctx = None

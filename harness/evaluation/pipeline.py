@@ -19,7 +19,7 @@ from harness.evaluation.suite import evaluate_suite
 from harness.metrics.resolve import resolve_metrics
 from harness.plugins.registry import Registry
 from harness.results.result import EvalResult
-from harness.runtime.context import Context
+from harness.context import Context
 
 __all__ = ["evaluate", "task_queries", "EvalResult"]
 

@@ -46,7 +46,7 @@ from harness.concepts.run import Run
 from harness.concepts.task import Task
 from harness.plugins.component_spec import parse_spec
 from harness.results.result import EvalResult
-from harness.runtime.context import Context
+from harness.context import Context
 
 ComponentArg = str | Any
 

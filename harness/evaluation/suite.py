@@ -13,7 +13,7 @@ from typing import Any
 from harness.concepts.task import Task
 from harness.evaluation.stages import check_output, log
 from harness.results.result import EvalResult
-from harness.runtime.context import Context
+from harness.context import Context
 
 #: ``evaluate(name, output=..., overwrite=..., progress=..., context=..., **kwargs)``
 Evaluate = Callable[..., EvalResult]

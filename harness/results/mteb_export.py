@@ -137,7 +137,7 @@ def collect(run_dirs: Sequence[str | Path], context: Any = None) -> tuple[list[t
                                                                          list[str]]:
     """Every task result of ``run_dirs`` (suites: their members) as an :class:`Exported`, and the refusals
     (``"<folder> (<task>): <why>"``)."""
-    from harness.runtime.context import Context
+    from harness.context import Context
 
     ctx = Context.of(context)
     out: list[tuple[StoredResults, Exported]] = []

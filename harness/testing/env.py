@@ -74,7 +74,7 @@ def isolated_context(cache_dir: str | Path, *, registry: Any = None, data_dir: s
     ``registry``: the components to use (default: the installed plugins)."""
     from harness.llm.retry import RetryPolicy
     from harness.llm.settings import LLMSettings
-    from harness.runtime.context import Context
+    from harness.context import Context
     from harness.runtime.progress import ProgressSettings
 
     settings = LLMSettings(retry=RetryPolicy.fast()).merged(**llm_settings)
