@@ -101,6 +101,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from harness.concepts.run import Run  # noqa: F401
     from harness.concepts.task import DataFile, Task  # noqa: F401
     from harness.concepts.uncertainty import Uncertainty  # noqa: F401
+    from harness.context import Context  # noqa: F401
     from harness.data.folder import DataFolder  # noqa: F401
     from harness.evaluation.stages import task_queries  # noqa: F401
     from harness.plugins.hookspecs import hookimpl  # noqa: F401
@@ -109,7 +110,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from harness.results.result import EvalResult  # noqa: F401
     from harness.results.store import read_results  # noqa: F401
     from harness.results.table import render_table  # noqa: F401
-    from harness.context import Context  # noqa: F401
     from harness.runtime.progress import ProgressSettings, progress  # noqa: F401
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())

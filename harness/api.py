@@ -15,9 +15,9 @@ from harness.concepts.protocols import MetricResult
 from harness.concepts.qrels import Qrels
 from harness.concepts.run import Run
 from harness.concepts.task import Task
+from harness.context import Context, ensure_context
 from harness.evaluation.pipeline import EvalResult, evaluate
 from harness.evaluation.stages import apply_metrics, load_task_dataset
-from harness.context import Context, ensure_context
 
 
 def load_task(name: str, context: Context | None = None) -> Task:

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from harness.concepts.context import ComponentContext
 from harness.data.folder import DataFolder
 from harness.llm.session import LLMSession
 from harness.llm.settings import LLMSettings
@@ -87,10 +88,11 @@ class Context:
         return self.llm.component_args(typed)
 
     @classmethod
-    def of(cls, context: Context | None) -> Context:
-        """``context``, or a new one from the environment (a component used outside an evaluation:
-        ``RankGPT(llm=...)`` in a notebook)."""
-        return context if context is not None else cls.create()
+    def of(cls, context: ComponentContext | None) -> Context:
+        """``context`` (the evaluation's :class:`Context`, passed to a factory as a
+        :class:`~harness.ComponentContext`), or a new one from the environment (a component used outside
+        an evaluation: ``RankGPT(llm=...)`` in a notebook)."""
+        return cast(Context, context) if context is not None else cls.create()
 
     def fetch(self, task: Any) -> list[Path]:
         """The paths of ``task``'s files (a :class:`~harness.Task`) in the data folder, the missing ones
@@ -110,6 +112,6 @@ class Context:
                 f"llm={self.llm.settings.llm!r}, dry_run={self.llm.settings.dry_run}, progress={self.progress.mode!r})")
 
 
-def ensure_context(context: Context | None) -> Context:
+def ensure_context(context: ComponentContext | None) -> Context:
     """``context``, or a new one from the environment (a component used outside an evaluation)."""
     return Context.of(context)

@@ -59,6 +59,9 @@ RULES = [
     ("results never import the evaluation", _files("results/*.py"), ("harness.evaluation", "harness.api")),
     ("compare reads results only", _files("compare/*.py"),
      ("harness.evaluation", "harness.retrievers", "harness.llm", "harness.api", "harness.data")),
+    ("the context sits above the layers it composes: none of them imports it",
+     _files("concepts/*.py", "runtime/*.py", "data/*.py", "formats/*.py", "metrics/*.py", "llm/**/*.py",
+            "plugins/*.py", "retrievers/**/*.py"), ("harness.context",)),
     ("the CLI is a thin face over the API", _files("cli/*.py"),
      ("harness.evaluation", "harness.retrievers")),
 ]
@@ -115,3 +118,52 @@ def test_no_import_cycles(pkg: Path):
         if mod not in state:
             visit(mod, [])
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+MAX_FUNCTION_LINES = 80
+#: the one exception: the unpickler's opcode dispatch, one flat branch per opcode family (easier to audit
+#: against pickletools' opcode table whole than split up)
+LONG_FUNCTIONS_ALLOWED = frozenset({("harness_birco/unpickler.py", "step")})
+
+
+def _source_files() -> list[Path]:
+    """Every module of the core and of the plugins' packages (not their tests)."""
+    plugins = PKG.parent / "plugins"
+    return sorted([*PKG.rglob("*.py"), *plugins.glob("*/harness_*/**/*.py")])
+
+
+def long_functions(files: list[Path], limit: int = MAX_FUNCTION_LINES,
+                   allowed: frozenset[tuple[str, str]] = LONG_FUNCTIONS_ALLOWED) -> list[str]:
+    """``file:line name (n lines)`` of each function or method longer than ``limit`` lines (``def`` line to
+    last line), but those in ``allowed`` (``("<package>/<module>.py", name)``)."""
+    out = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            n = node.end_lineno - node.lineno + 1
+            if n > limit and (f"{path.parent.name}/{path.name}", node.name) not in allowed:
+                out.append(f"{path}:{node.lineno} {node.name} ({n} lines)")
+    return out
+
+
+def test_no_function_is_longer_than_80_lines():
+    files = _source_files()
+    assert any(p.name == "unpickler.py" for p in files) and len(files) > 100
+    bad = long_functions(files)
+    assert not bad, f"functions over {MAX_FUNCTION_LINES} lines (split them into named helpers): " + "; ".join(bad)
+
+
+def test_the_length_check_names_a_planted_long_function(tmp_path: Path):
+    def body(indent: str) -> str:
+        return "".join(f"{indent}x{i} = {i}\n" for i in range(79))
+
+    mod = tmp_path / "pkg" / "mod.py"
+    mod.parent.mkdir()
+    fits = f"def fits():\n{body(' ' * 4)}"  # 80 lines: the limit
+    too_long = f"class C:\n    def too_long(self):\n{body(' ' * 8)}        return 0\n"  # 81 lines
+    mod.write_text(f"{fits}\n\n{too_long}", encoding="utf-8")
+    assert long_functions([mod]) == [f"{mod}:84 too_long (81 lines)"]
+    # the exception covers that one function of that one module, nothing else
+    assert long_functions([mod], allowed=frozenset({("pkg/mod.py", "too_long")})) == []
+    assert long_functions([mod], allowed=frozenset({("other/mod.py", "too_long")})) != []

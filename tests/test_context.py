@@ -230,3 +230,50 @@ def test_the_guard_reports_state_planted_in_a_copy_of_the_tree(tmp_path):
     expected = {(module, name) for module, (_, names) in PLANTED.items() for name in names}
     assert scan(tmp_path) - before == expected
     assert ("plugins/harness-pir/harness_pir/data.py", "_CACHE") in expected  # a plugin's state is seen too
+
+
+def _context_annotations(paths):
+    """``file:line function`` for every parameter named ``context`` whose annotation is missing or
+    ``Any`` (a factory's context is typed with the ComponentContext protocol, or the Context itself)."""
+    bad = []
+    for path in paths:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            for arg in args:
+                if arg.arg != "context":
+                    continue
+                text = ast.unparse(arg.annotation) if arg.annotation is not None else ""
+                if "Context" not in text:
+                    bad.append(f"{path}:{node.lineno} {node.name}(context: {text or 'unannotated'})")
+    return bad
+
+
+def _source_files():
+    root = Path(__file__).resolve().parent.parent
+    files = list((root / "harness").rglob("*.py"))
+    files += [p for p in (root / "plugins").glob("*/harness_*/**/*.py")]
+    return [p for p in files if "templates" not in p.parts]
+
+
+def test_no_component_takes_an_untyped_context():
+    assert _context_annotations(_source_files()) == []
+
+
+def test_the_context_check_finds_an_untyped_context(tmp_path):
+    planted = tmp_path / "m.py"
+    planted.write_text("from typing import Any\n\ndef make(context: Any = None):\n    pass\n\n"
+                       "def other(x, context=None):\n    pass\n\ndef fine(context: 'ComponentContext | None' = None):\n"
+                       "    pass\n")
+    bad = _context_annotations([planted])
+    assert [b.split(" ", 1)[1] for b in bad] == ["make(context: Any)", "other(context: unannotated)"]
+
+
+def test_the_context_is_what_components_may_use(tmp_path):
+    from harness import ComponentContext, Context
+
+    ctx = Context.create(cache_dir=tmp_path / "cache", data_dir=tmp_path)
+    assert isinstance(ctx, ComponentContext)
+    assert not isinstance(object(), ComponentContext)

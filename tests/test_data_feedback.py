@@ -134,8 +134,8 @@ def test_auto_download_never_creates_a_data_dir_given_by_the_option(tmp_path: Pa
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.api import load_dataset, load_task
     from harness.concepts.errors import DataError
-    from harness.data.download import ensure_task_files
     from harness.context import Context
+    from harness.data.download import ensure_task_files
     from harness.runtime.progress import ProgressSettings
 
     monkeypatch.setenv("HARNESS_AUTO_DOWNLOAD", "1")

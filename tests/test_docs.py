@@ -9,14 +9,26 @@ from pathlib import Path
 import pytest
 
 from harness.plugins import hookspecs
+from harness.plugins.kinds import KIND_TABLE
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 HOOKS = [n for n, f in vars(hookspecs).items() if n.startswith("register_") and callable(f)]
 
 
 def test_there_are_hooks():
-    assert {"register_datasets", "register_retrievers", "register_rerankers", "register_judges",
-            "register_metrics", "register_tasks", "register_llm_providers", "register_commands"} <= set(HOOKS)
+    """One hook per kind of :data:`KIND_TABLE`, with the kind's documentation, and ``register_commands``."""
+    assert sorted(HOOKS) == sorted([k.hook for k in KIND_TABLE] + ["register_commands"])
+    assert all(getattr(hookspecs, k.hook).__doc__ == k.doc for k in KIND_TABLE)
+
+
+def test_the_hook_sections_follow_the_kinds():
+    """docs/plugin_hooks.md has one section per kind, in the order of :data:`KIND_TABLE` (then
+    ``register_commands``), each opening with what the kind's hook registers (``Register dataset loaders``)."""
+    text = (DOCS / "plugin_hooks.md").read_text(encoding="utf-8")
+    assert re.findall(r"^## (register_\w+)\(", text, re.M) == [k.hook for k in KIND_TABLE] + ["register_commands"]
+    for kind in KIND_TABLE:
+        opening = text.split(f"## {kind.hook}(", 1)[1].split("\n\n", 1)[1]
+        assert opening.startswith(kind.doc.split(":")[0]), f"{kind.hook}: section opens {opening[:60]!r}"
 
 
 @pytest.mark.parametrize("hook", HOOKS)

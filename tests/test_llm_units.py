@@ -339,7 +339,7 @@ def test_loopback_and_cache_dir(monkeypatch, tmp_path):
 
 def test_import_is_light():
     heavy = ("openai", "anthropic", "httpx", "httpx2", "tenacity", "diskcache")
-    code = ("import sys, harness.llm, harness.cli.options, harness.cli.cache, harness.llm.builtin; "
+    code = ("import sys, harness.llm, harness.cli.options, harness.cli.cache, harness.plugins.builtin.llm_providers; "
             f"print([m for m in {heavy!r} if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -87,6 +87,12 @@ def test_core_wheel_is_harness_ir_light_with_extras(core_wheel: Path) -> None:
         entry_points = zf.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
     assert "harness = harness.cli:main" in entry_points  # the command keeps its name
     assert {"harness/__init__.py", "harness/tasks/demo.toml", "harness/data/demo/corpus.jsonl"} <= names
+    # the scaffolds of `harness new-plugin`, every file (toml, md, json included; no ruff cache)
+    templates = REPO / "harness" / "plugins" / "templates"
+    shipped = {p.relative_to(REPO).as_posix() for p in templates.rglob("*") if p.is_file()
+               and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(templates).parts)}
+    assert "harness/plugins/templates/dataset/harness_plugin_name/data/plugin-name.json" in shipped
+    assert shipped <= names and not any("/." in n for n in names if n.startswith("harness/plugins/templates/"))
 
 
 def test_installed_core_metadata_is_current() -> None:

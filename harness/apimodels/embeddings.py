@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.concepts.context import ComponentContext
 from harness.concepts.document import Document
 from harness.concepts.errors import DataError, HarnessError
 from harness.concepts.query import Query
@@ -83,7 +84,8 @@ class APIEncoder:
                  preset: str | None = None, query_prompt: str | None = None, doc_prompt: str | None = None,
                  instruction: str | None = None, normalize: bool | None = None, api_key_env: str | None = None,
                  batch_size: int | None = None, max_concurrency: int | None = None, timeout: float | None = None,
-                 cache: bool = True, provider: str | None = None, label: str = NAME, context: Any = None) -> None:
+                 cache: bool = True, provider: str | None = None, label: str = NAME,
+                 context: ComponentContext | None = None) -> None:
         from harness import Context
         from harness.llm.embeddings import make_embedding_client
 
@@ -196,7 +198,7 @@ class OpenAIEmbeddingsRetriever:
     ``max_concurrency``, ``timeout``, ``cache``, ``index`` (a folder built with ``harness index build``)."""
 
     def __init__(self, model: str | None = None, index: str | None = None, label: str | None = None,
-                 context: Any = None, **options: Any) -> None:
+                 context: ComponentContext | None = None, **options: Any) -> None:
         self.encoder = APIEncoder(model, label=label or NAME, context=context, **options)
         self.store: Any = None
         self._ids: list[str] = []
@@ -286,7 +288,7 @@ class OpenAIEmbeddingsReranker:
     ``index`` aside). Scores decrease strictly; ties keep the incoming order; candidates missing from the
     corpus, and those that could not be embedded (counted, named), go last in their incoming order."""
 
-    def __init__(self, model: str | None = None, label: str | None = None, context: Any = None,
+    def __init__(self, model: str | None = None, label: str | None = None, context: ComponentContext | None = None,
                  **options: Any) -> None:
         self.encoder = APIEncoder(model, label=label or f"{NAME} reranker", context=context, **options)
         self.failed_documents: list[str] = []

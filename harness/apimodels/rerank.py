@@ -18,6 +18,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from harness.concepts.context import ComponentContext
 from harness.concepts.document import Document
 from harness.concepts.errors import HarnessError
 from harness.concepts.query import Query
@@ -47,7 +48,7 @@ class RerankAPIReranker:
     def __init__(self, model: str = "", provider: str = "cohere", base_url: str | None = None,
                  api_key_env: str | None = None, max_documents: int | None = None,
                  max_doc_bytes: int = MAX_DOC_BYTES, max_concurrency: int | None = None,
-                 timeout: float | None = None, cache: bool = True, context: Any = None) -> None:
+                 timeout: float | None = None, cache: bool = True, context: ComponentContext | None = None) -> None:
         from harness import Context
         from harness.llm.rerank import PROVIDERS, RerankProvider
         from harness.llm.usage import Usage

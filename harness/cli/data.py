@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from harness.cli.options import data_dir_option, make_context
+
+if TYPE_CHECKING:  # pragma: no cover
+    from harness import Context, Task
 
 # file times come from the kernel's coarse clock, which may lag time.time() by a tick
 _CLOCK_SLACK_S = 0.1
@@ -39,8 +45,7 @@ def data_download_cmd(ctx, tasks, base_url) -> None:
 
     Creates the data folder when it does not exist. A task that publishes no files to fetch is
     reported with where its files must go, and the exit status is 2 unless they are already in place."""
-    from harness.api import load_dataset, load_task
-    from harness.concepts.errors import DataError
+    from harness import DataError, load_dataset, load_task
     from harness.data.download import download_task_files
 
     context = make_context(check_data=False)
@@ -103,16 +108,37 @@ def data_verify_cmd(ctx, tasks) -> None:
     Prints, per task, ok / not downloaded / incomplete / checksum mismatch (both digests) and where
     each file comes from. Exit status 1 for a mismatch or an incomplete task, and for a named task
     that is not downloaded; a task with nothing in place is only listed when no task is named."""
-    from harness.api import load_task
-    from harness.concepts.errors import DataError
-    from harness.data.verify import NOT_DOWNLOADED, verify_task
-
     context = make_context()
     root = context.data.path
     click.echo(f"data folder {root} ({context.data.source})")
     named = set(tasks)
-    seen: list = []
+    seen, unlisted = _tasks_to_verify(context, tasks or context.registry.names("task"), named)
+    for line in unlisted:
+        click.echo(line)
+    failed, absent = [], []
+    for task in seen:
+        state = _verify_one(task, root)
+        if state == "absent":
+            if named:
+                absent.append(task.name)
+        elif state:
+            failed.append(f"{task.name} ({state})")
+    if absent:
+        click.echo(f"Error: not downloaded: {', '.join(absent)}: none of the files is in {root}; run "
+                   f"`harness data download {' '.join(absent)}`", err=True)
+    if failed:
+        click.echo(f"Error: {len(failed)} task(s) do not match their pins: {', '.join(failed)}; "
+                   "`harness data download TASK` fetches a file again", err=True)
+    if absent or failed:
+        ctx.exit(1)
 
+
+def _tasks_to_verify(context: Context, names: Iterable[str], named: set[str]) -> tuple[list[Task], list[str]]:
+    """The tasks ``names`` stand for (a suite: its members, each once), and a line for each task not
+    named whose files cannot be listed now (a named one raises its ``DataError``)."""
+    from harness import DataError, load_task
+
+    seen: list[Task] = []
     unlisted: list[str] = []
 
     def expand(name: str) -> None:
@@ -129,30 +155,21 @@ def data_verify_cmd(ctx, tasks) -> None:
         elif task.name not in (t.name for t in seen):
             seen.append(task)
 
-    for name in tasks or context.registry.names("task"):
+    for name in names:
         expand(name)
-    failed, absent = [], []
-    for line in unlisted:
-        click.echo(line)
-    for task in seen:
-        check = verify_task(task, root)
-        click.echo(f"{task.name}: {check.state}" + ("" if check.files else
-                                                    " (the task publishes no files to verify)"))
-        if check.state == NOT_DOWNLOADED:
-            click.echo(f"  {len(check.files)} file(s), none in place; `harness data download {task.name}` "
-                       "fetches them")
-            if named:
-                absent.append(task.name)
-            continue
-        for c in check.files:
-            click.echo(f"  {c.line()}")
-        if check.failed:
-            failed.append(f"{task.name} ({check.state})")
-    if absent:
-        click.echo(f"Error: not downloaded: {', '.join(absent)}: none of the files is in {root}; run "
-                   f"`harness data download {' '.join(absent)}`", err=True)
-    if failed:
-        click.echo(f"Error: {len(failed)} task(s) do not match their pins: {', '.join(failed)}; "
-                   "`harness data download TASK` fetches a file again", err=True)
-    if absent or failed:
-        ctx.exit(1)
+    return seen, unlisted
+
+
+def _verify_one(task: Task, root: Path) -> str:
+    """Check one task's files and print what was found; returns ``"absent"`` when none is in place, the
+    task's state when it does not match its pins, else ``""``."""
+    from harness.data.verify import NOT_DOWNLOADED, verify_task
+
+    check = verify_task(task, root)
+    click.echo(f"{task.name}: {check.state}" + ("" if check.files else " (the task publishes no files to verify)"))
+    if check.state == NOT_DOWNLOADED:
+        click.echo(f"  {len(check.files)} file(s), none in place; `harness data download {task.name}` fetches them")
+        return "absent"
+    for c in check.files:
+        click.echo(f"  {c.line()}")
+    return check.state if check.failed else ""

@@ -8,8 +8,7 @@ import sys
 import click
 
 from harness.cli.options import data_dir_option, llm_options, make_context
-from harness.llm.failures import EXIT_INCOMPLETE
-from harness.llm.usage import usage_table
+from harness.llm import EXIT_INCOMPLETE, banner, usage_table
 
 
 @click.command("eval")
@@ -38,7 +37,7 @@ def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, 
 
     Exit status: 0 done; 2 an input or configuration error (one message); 3 INCOMPLETE, LLM requests
     got no usable reply beyond --max-llm-failures (metrics are still printed and written, marked)."""
-    from harness.api import evaluate
+    from harness import evaluate
 
     if not task and not dataset:
         raise click.UsageError("give --task NAME or --dataset SPEC")
@@ -55,8 +54,6 @@ def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, 
 
 
 def _failure_banner(result) -> str:
-    from harness.llm.failures import banner
-
     if result.is_suite:  # each member that had failures
         parts = []
         for name, member in result.members.items():
@@ -86,52 +83,73 @@ def _quality_lines(result) -> list[str]:
 
 
 def _print_result(result, as_json: bool, quiet: bool, llm_settings) -> None:
-    from harness.results.table import metrics_table, render, summary_table
-
     failures = _failure_banner(result)
     if as_json:
-        if result.is_suite:
-            payload = {"tasks": result.per_task, "mean": result.metrics}
-        else:
-            payload = result.metrics
-        click.echo(json.dumps(payload, indent=2))
-        if failures:
-            click.secho(failures, fg="red" if not result.complete else "yellow", err=True)
+        _print_json(result, failures)
         return
     if result.usage:
-        if result.is_suite:  # the members' usage added up
-            t = result.usage["total"]
-            click.echo(f"LLM usage over {result.usage['members']} tasks: {t.get('calls', 0)} calls, "
-                       f"{t.get('cache_hits', 0)} cache hits, {t.get('input_tokens', 0)} input and "
-                       f"{t.get('output_tokens', 0)} output tokens, ${t.get('cost_usd', 0):.2f}"
-                       + (" (estimated)" if result.usage["dry_run"] else "")
-                       + (f"; {t['batch']['calls']} calls via the batch API in {t['batch']['rounds']} round(s)"
-                          if t.get("batch", {}).get("calls") else ""), err=quiet)
-        else:
-            click.echo(usage_table(result.usage), err=quiet)
-        if llm_settings.dry_run:
-            click.secho("dry run: nothing was sent; the metrics below come from placeholder replies",
-                        fg="yellow")
+        _print_usage(result, quiet, llm_settings)
     if failures:
         click.secho(failures, fg="red" if not result.complete else "yellow")
         click.echo()
     for line in _quality_lines(result):
         click.echo(line)
     if result.task.table or any(r.task.table for r in result.members.values()):
+        from harness.results.table import summary_table
+
         click.echo(summary_table(result))
         click.echo()
-    if result.is_suite:  # one row per member task, then the mean
-        per_task = result.per_task
-        common = [n for n in result.metrics if all(n in m for m in per_task.values())]
-        rows = [(t, *(m[n] for n in common)) for t, m in per_task.items()]
-        rows.append(("mean", *(result.metrics[n] for n in common)))
-        click.echo(f"{result.task.name}  ({len(result.members)} tasks)")
-        click.echo(render(rows, ["task", *common]))
-        rest = [(t, n, v) for t, m in per_task.items() for n, v in m.items() if n not in common]
-        if rest:  # keys only some members report (per-label figures, bias tables): long form
-            click.echo()
-            click.echo(render(rest, ["task", "metric", "value"]))
-        return
+    if result.is_suite:
+        _print_suite(result)
+    else:
+        _print_metrics(result)
+
+
+def _print_json(result, failures: str) -> None:
+    """``--json``: the aggregate metrics (a suite's per task, and their mean); the failure banner on stderr."""
+    payload = {"tasks": result.per_task, "mean": result.metrics} if result.is_suite else result.metrics
+    click.echo(json.dumps(payload, indent=2))
+    if failures:
+        click.secho(failures, fg="red" if not result.complete else "yellow", err=True)
+
+
+def _print_usage(result, quiet: bool, llm_settings) -> None:
+    """The LLM usage (on stderr with --quiet), and the dry-run warning."""
+    if result.is_suite:  # the members' usage added up
+        t = result.usage["total"]
+        click.echo(f"LLM usage over {result.usage['members']} tasks: {t.get('calls', 0)} calls, "
+                   f"{t.get('cache_hits', 0)} cache hits, {t.get('input_tokens', 0)} input and "
+                   f"{t.get('output_tokens', 0)} output tokens, ${t.get('cost_usd', 0):.2f}"
+                   + (" (estimated)" if result.usage["dry_run"] else "")
+                   + (f"; {t['batch']['calls']} calls via the batch API in {t['batch']['rounds']} round(s)"
+                      if t.get("batch", {}).get("calls") else ""), err=quiet)
+    else:
+        click.echo(usage_table(result.usage), err=quiet)
+    if llm_settings.dry_run:
+        click.secho("dry run: nothing was sent; the metrics below come from placeholder replies",
+                    fg="yellow")
+
+
+def _print_suite(result) -> None:
+    """One row per member task, then the mean; keys only some members report in long form."""
+    from harness import render_table
+
+    per_task = result.per_task
+    common = [n for n in result.metrics if all(n in m for m in per_task.values())]
+    rows = [(t, *(m[n] for n in common)) for t, m in per_task.items()]
+    rows.append(("mean", *(result.metrics[n] for n in common)))
+    click.echo(f"{result.task.name}  ({len(result.members)} tasks)")
+    click.echo(render_table(rows, ["task", *common]))
+    rest = [(t, n, v) for t, m in per_task.items() for n, v in m.items() if n not in common]
+    if rest:  # keys only some members report (per-label figures, bias tables): long form
+        click.echo()
+        click.echo(render_table(rest, ["task", "metric", "value"]))
+
+
+def _print_metrics(result) -> None:
+    """The metrics table of one task, titled with its components and query count."""
+    from harness.results.table import metrics_table
+
     comps = [result.components["retriever"]["spec"], *(r["spec"] for r in result.components.get("rerankers", []))]
     title = f"{result.task.name}  ({' -> '.join(comps)}; {sum(len(r) for r in result.runs.values())} queries)"
     if not result.complete:

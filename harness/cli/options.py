@@ -11,20 +11,24 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from harness.concepts.errors import HarnessError
-from harness.llm.settings import DEFAULT_MAX_CONCURRENCY
+from harness import HarnessError
+from harness.llm import DEFAULT_MAX_CONCURRENCY
 from harness.runtime.numbers import MAX_SECONDS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from harness import Context, PluginHost
+    from harness.llm import LLMSettings
 
 
 @dataclass
 class CliState:
     """What the group's options leave for the command (``click.Context.obj``)."""
 
-    host: Any = None
+    host: PluginHost | None = None
     data_dir: str | None = None
 
 
@@ -36,13 +40,11 @@ def cli_state(ctx: click.Context | None = None) -> CliState:
     return root.obj
 
 
-def make_context(llm_settings: Any = None, cache_dir: str | None = None, quiet: bool = False,
-                 check_data: bool = True) -> Any:
+def make_context(llm_settings: LLMSettings | None = None, cache_dir: str | None = None, quiet: bool = False,
+                 check_data: bool = True) -> Context:
     """The context of the running command: the plugin host, ``--data-dir`` (a folder given by the
     option must exist unless ``check_data`` is False), the cache root, LLM settings and progress."""
-    from harness.plugins.host import PluginHost
-    from harness.context import Context
-    from harness.runtime.progress import ProgressSettings
+    from harness import Context, PluginHost, ProgressSettings
 
     state = cli_state()
     if state.host is None:
@@ -95,7 +97,7 @@ def _check_prices(ctx: click.Context, param: click.Parameter, value: str | None)
         return value
     from pathlib import Path
 
-    from harness.llm.pricing import PriceTable
+    from harness.llm import PriceTable
 
     try:
         PriceTable().overridden(Path(value).expanduser())
@@ -130,10 +132,10 @@ def write_text_file(path: str, text: str) -> None:
         raise HarnessError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def _check_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+def check_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is None:
         return None
-    from harness.llm.spec import parse_llm_spec
+    from harness.llm import parse_llm_spec
 
     try:
         parse_llm_spec(value)
@@ -143,7 +145,7 @@ def _check_spec(ctx: click.Context, param: click.Parameter, value: str | None) -
 
 
 LLM_OPTION = click.option(
-    "--llm", metavar="PROVIDER:MODEL", envvar="HARNESS_LLM", callback=_check_spec,
+    "--llm", metavar="PROVIDER:MODEL", envvar="HARNESS_LLM", callback=check_spec,
     help="Default LLM for LLM components, e.g. openai:gpt-4o-mini, anthropic:claude-3-5-haiku-latest, "
          "vllm:MODEL:base_url=http://127.0.0.1:8000/v1 [env HARNESS_LLM]",
 )
@@ -208,7 +210,7 @@ _SETTING_OF = MappingProxyType({"llm": "llm", "max_concurrency": "max_concurrenc
                                 "llm_connect_timeout": "connect_timeout", "llm_budget": "budget"})
 
 
-def _with_origins(settings: Any) -> Any:
+def _with_origins(settings: LLMSettings) -> LLMSettings:
     """``settings`` with each option's origin recorded: ``cli option`` when typed, ``env`` when click
     read it from its variable (results.json says which)."""
     from dataclasses import replace
@@ -235,7 +237,7 @@ def llm_options(f: Callable[..., Any]) -> Callable[..., Any]:
                 cache_dir: str | None, no_llm_cache: bool, prices: str | None, llm_timeout: float | None,
                 llm_connect_timeout: float | None, llm_budget: float | None, llm_batch: bool, no_wait: bool,
                 llm_batch_retry: str | None, **kwargs: Any) -> Any:
-        from harness.llm.settings import LLMSettings
+        from harness.llm import LLMSettings
 
         if no_wait and not llm_batch:
             raise click.UsageError("--no-wait applies to --llm-batch runs; add --llm-batch")

@@ -7,6 +7,7 @@ import json
 import click
 
 from harness.cli.options import make_context
+from harness.plugins.kinds import KIND_TABLE
 
 
 @click.command("list-plugins")
@@ -33,7 +34,7 @@ def list_plugins_cmd(as_json: bool) -> None:
 
 @click.command("new-plugin")
 @click.argument("name")
-@click.option("--kind", type=click.Choice(["retriever", "reranker", "judge", "metric", "dataset", "llm-provider"]),
+@click.option("--kind", type=click.Choice([k.cli_name for k in KIND_TABLE if k.scaffold]),
               default="retriever", show_default=True, help="What the plugin registers (dataset: a dataset and a task).")
 @click.option("--dir", "parent", default=".", type=click.Path(file_okay=False), show_default=True)
 def new_plugin_cmd(name: str, kind: str, parent: str) -> None:

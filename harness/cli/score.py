@@ -18,8 +18,8 @@ from harness.cli.options import make_context
 @click.option("--json", "as_json", is_flag=True)
 def score_cmd(qrels, run_file, metrics, per_query, as_json) -> None:
     """Score a TREC run file against qrels, like trec_eval."""
-    from harness.api import score
-    from harness.results.table import metrics_table, render
+    from harness import render_table, score
+    from harness.results.table import metrics_table
 
     res = score(qrels, run_file, metrics, context=make_context(check_data=False))
     if as_json:
@@ -28,7 +28,7 @@ def score_cmd(qrels, run_file, metrics, per_query, as_json) -> None:
         return
     if per_query:
         names = list(res.aggregate)
-        click.echo(render([(q, *(v.get(n, float("nan")) for n in names)) for q, v in res.per_query.items()],
-                          ["query", *names]))
+        click.echo(render_table([(q, *(v.get(n, float("nan")) for n in names)) for q, v in res.per_query.items()],
+                                ["query", *names]))
         click.echo()
     click.echo(metrics_table(res.aggregate, f"{run_file} ({len(res.per_query)} queries with qrels)"))

@@ -93,42 +93,15 @@ def compare(systems: list[System], *, baseline: str | None = None, metrics: list
     systems = [s for s in systems if not s.leaderboard]
     names = [s.name for s in systems]
     base = baseline or names[0]
-    if base in [b.name for b in boards]:
-        raise HarnessError(f"baseline {base!r} is an MTEB result file, which has no per-query scores: "
-                           "choose a results folder")
-    if base not in names:
-        raise HarnessError(f"baseline {base!r} is not one of the systems: {', '.join(names)}")
-    shared = common_tasks(systems + boards)
-    if not shared:
-        raise HarnessError("the results share no task: compare systems evaluated on the same task")
-    if tasks:
-        unknown = [t for t in tasks if t not in shared]
-        if unknown:
-            raise HarnessError(f"task(s) {', '.join(unknown)} not shared by every system; shared: {', '.join(shared)}")
-        shared = [t for t in shared if t in tasks]
+    _check_baseline(base, names, boards)
+    shared = _shared_tasks(systems + boards, tasks)
     ordered = [systems[names.index(base)]] + [s for s in systems if s.name != base]
     out = CompareResult(base, [{"name": s.name, "path": str(s.path), "components": s.label} for s in ordered]
                         + [{"name": b.name, "path": str(b.path), "components": b.label, "leaderboard": True}
-                           for b in boards], {
-        "test": "two-sided paired randomization (sign-flip) test on the mean difference, p = (c+1)/(B+1)",
-        "permutations": permutations, "seed": seed, "alpha": alpha,
-        "correction": "Holm", "family": FAMILY,
-        "interval": "95% t interval of the mean per-query difference",
-        "effect_size": "Cohen's d_z (mean difference / sd of differences)",
-        "tukey": "randomized Tukey HSD (each query's scores shuffled across systems)" if len(systems) > 2 else None,
-        "fill": fill,
-    })
+                           for b in boards], _settings(permutations, seed, alpha, fill, len(systems) > 2))
     for task in shared:
         uncertainty = [s.tasks[task].uncertainty for s in ordered]
-        available = common_metrics(ordered, task)
-        chosen = available
-        if metrics:
-            missing = [m for m in metrics if m not in available]
-            if missing and len(shared) == 1:
-                raise HarnessError(f"{task}: metric(s) {', '.join(missing)} lack per-query values in some results; "
-                                   f"available: {', '.join(available)}")
-            chosen = [m for m in metrics if m in available]
-        for metric in chosen:
+        for metric in _chosen_metrics(ordered, task, metrics, single_task=len(shared) == 1):
             mc = _compare_metric(align(ordered, task, metric, fill), permutations, seed, alpha, workers,
                                  tukey and len(ordered) > 2)
             mc.uncertainty = {s.name: u.to_dict() for s, us in zip(ordered, uncertainty)
@@ -141,6 +114,55 @@ def compare(systems: list[System], *, baseline: str | None = None, metrics: list
         raise HarnessError(f"no metric has per-query values in every result for {', '.join(shared)} "
                            "(per_query.jsonl of each folder)")
     return out
+
+
+def _check_baseline(base: str, names: list[str], boards: list[System]) -> None:
+    """The baseline must be a results folder among the systems (not an MTEB result file)."""
+    if base in [b.name for b in boards]:
+        raise HarnessError(f"baseline {base!r} is an MTEB result file, which has no per-query scores: "
+                           "choose a results folder")
+    if base not in names:
+        raise HarnessError(f"baseline {base!r} is not one of the systems: {', '.join(names)}")
+
+
+def _shared_tasks(systems: list[System], tasks: list[str] | None) -> list[str]:
+    """The tasks every system has, restricted to ``tasks`` when given (each of which must be shared)."""
+    shared = common_tasks(systems)
+    if not shared:
+        raise HarnessError("the results share no task: compare systems evaluated on the same task")
+    if tasks:
+        unknown = [t for t in tasks if t not in shared]
+        if unknown:
+            raise HarnessError(f"task(s) {', '.join(unknown)} not shared by every system; shared: {', '.join(shared)}")
+        shared = [t for t in shared if t in tasks]
+    return shared
+
+
+def _settings(permutations: int, seed: int, alpha: float, fill: str, several: bool) -> dict[str, Any]:
+    """The settings block of a comparison: which tests, corrections and intervals were used."""
+    return {
+        "test": "two-sided paired randomization (sign-flip) test on the mean difference, p = (c+1)/(B+1)",
+        "permutations": permutations, "seed": seed, "alpha": alpha,
+        "correction": "Holm", "family": FAMILY,
+        "interval": "95% t interval of the mean per-query difference",
+        "effect_size": "Cohen's d_z (mean difference / sd of differences)",
+        "tukey": "randomized Tukey HSD (each query's scores shuffled across systems)" if several else None,
+        "fill": fill,
+    }
+
+
+def _chosen_metrics(ordered: list[System], task: str, metrics: list[str] | None, *,
+                    single_task: bool) -> list[str]:
+    """The metrics to compare on ``task``: those requested (all available by default) that every system has;
+    a missing one is an error only when a single task is compared."""
+    available = common_metrics(ordered, task)
+    if not metrics:
+        return available
+    missing = [m for m in metrics if m not in available]
+    if missing and single_task:
+        raise HarnessError(f"{task}: metric(s) {', '.join(missing)} lack per-query values in some results; "
+                           f"available: {', '.join(available)}")
+    return [m for m in metrics if m in available]
 
 
 def _compare_metric(al: Aligned, permutations: int, seed: int, alpha: float, workers: int,

@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from harness.concepts.context import ComponentContext
 from harness.concepts.errors import DataError, HarnessError
 from harness.concepts.mteb_block import check_mteb_block, defaults
 from harness.results import folder as files_in
@@ -99,7 +100,7 @@ def metrics_of(f: Path, data: dict[str, Any], block: dict[str, Any]) -> dict[str
     return out
 
 
-def blocks_of(runs: list[Any], context: Any = None) -> dict[str, tuple[str, dict[str, Any]]]:
+def blocks_of(runs: list[Any], context: ComponentContext | None = None) -> dict[str, tuple[str, dict[str, Any]]]:
     """MTEB task name -> (harness task, its mteb block), from the runs' results.json, else the registered task."""
     from harness.concepts.errors import UnknownComponentError
     from harness.context import Context

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.concepts.context import ComponentContext
 from harness.concepts.errors import HarnessError
 from harness.concepts.uncertainty import Uncertainty
 from harness.results.store import StoredResults, read_results
@@ -120,7 +121,8 @@ def _leaderboard(path: str, name: str | None, blocks: dict[str, Any]) -> System:
     return system
 
 
-def load_systems(args: list[str], names: list[str] | None = None, context: Any = None) -> list[System]:
+def load_systems(args: list[str], names: list[str] | None = None,
+                 context: ComponentContext | None = None) -> list[System]:
     """Results folders, and MTEB result files (``<TaskName>.json`` or a folder of them) as leaderboard
     systems whose tasks and metrics are mapped through the runs' ``mteb`` blocks (docs/mteb.md)."""
     from harness.compare import mteb_files
@@ -202,6 +204,33 @@ def align(systems: list[System], task: str, metric: str, fill: str = "error") ->
     if fill not in FILL_POLICIES:
         raise HarnessError(f"unknown fill policy {fill!r}: choose one of {', '.join(FILL_POLICIES)}")
     tables = [s.tasks[task].per_query for s in systems]
+    rows, kept, dropped = [], [], []
+    filled = {s.name: 0 for s in systems}
+    missing: dict[str, list[str]] = {s.name: [] for s in systems}
+    for q in _query_ids(tables):
+        vals = [_value(t, q, metric) for t in tables]
+        if all(v is None for v in vals):
+            dropped.append(q)
+            continue
+        absent = [s.name for s, v in zip(systems, vals) if v is None]
+        for name in absent:
+            missing[name].append(q)
+        if absent and fill == "drop":
+            dropped.append(q)
+            continue
+        if absent and fill == "zero":
+            for name in absent:
+                filled[name] += 1
+            vals = [0.0 if v is None else v for v in vals]
+        rows.append(vals)
+        kept.append(q)
+    if fill == "error" and any(missing.values()):
+        raise _missing_error(task, metric, missing)
+    return Aligned(task, metric, [s.name for s in systems], kept, rows, fill, filled, dropped)
+
+
+def _query_ids(tables: list[dict[str, dict[str, float | None]]]) -> list[str]:
+    """Every query id of the tables, once each, in first-seen order."""
     qids: list[str] = []
     seen: set[str] = set()
     for t in tables:
@@ -209,36 +238,18 @@ def align(systems: list[System], task: str, metric: str, fill: str = "error") ->
             if q not in seen:
                 seen.add(q)
                 qids.append(q)
+    return qids
 
-    def value(t: dict[str, dict[str, float | None]], q: str) -> float | None:
-        v = t.get(q, {}).get(metric)
-        return None if v is None or not math.isfinite(v) else v
 
-    rows, kept, dropped = [], [], []
-    filled = {s.name: 0 for s in systems}
-    missing: dict[str, list[str]] = {s.name: [] for s in systems}
-    for q in qids:
-        vals = [value(t, q) for t in tables]
-        if all(v is None for v in vals):
-            dropped.append(q)
-            continue
-        if any(v is None for v in vals):
-            for s, v in zip(systems, vals):
-                if v is None:
-                    missing[s.name].append(q)
-            if fill == "drop":
-                dropped.append(q)
-                continue
-            if fill == "zero":
-                for s, v in zip(systems, vals):
-                    if v is None:
-                        filled[s.name] += 1
-                vals = [0.0 if v is None else v for v in vals]
-        rows.append(vals)
-        kept.append(q)
-    if fill == "error" and any(missing.values()):
-        detail = "; ".join(f"{name} lacks {len(qs)} ({', '.join(qs[:3])}{', ...' if len(qs) > 3 else ''})"
-                           for name, qs in missing.items() if qs)
-        raise HarnessError(f"{task} / {metric}: queries missing from some runs: {detail}. "
-                           "Choose how to handle them with --fill zero (count as 0) or --fill drop (leave out)")
-    return Aligned(task, metric, [s.name for s in systems], kept, rows, fill, filled, dropped)
+def _value(t: dict[str, dict[str, float | None]], q: str, metric: str) -> float | None:
+    """The finite value of ``metric`` for query ``q`` in a per-query table, or None."""
+    v = t.get(q, {}).get(metric)
+    return None if v is None or not math.isfinite(v) else v
+
+
+def _missing_error(task: str, metric: str, missing: dict[str, list[str]]) -> HarnessError:
+    """The error naming, per system, the queries it lacks."""
+    detail = "; ".join(f"{name} lacks {len(qs)} ({', '.join(qs[:3])}{', ...' if len(qs) > 3 else ''})"
+                       for name, qs in missing.items() if qs)
+    return HarnessError(f"{task} / {metric}: queries missing from some runs: {detail}. "
+                        "Choose how to handle them with --fill zero (count as 0) or --fill drop (leave out)")

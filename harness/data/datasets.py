@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.concepts.context import ComponentContext
 from harness.concepts.dataset import Dataset
 from harness.concepts.document import Document
 from harness.concepts.errors import DataError
@@ -36,7 +37,7 @@ def _stem(path: Path) -> str:
     return name.rsplit(".", 1)[0] if "." in name else name
 
 
-def data_folder(context: Any) -> DataFolder:
+def data_folder(context: ComponentContext) -> DataFolder:
     """The data folder of ``context`` (a :class:`harness.Context`), or the environment's."""
     return context.data if context is not None else DataFolder.from_env()
 
@@ -90,7 +91,7 @@ def load_beir_dataset(
     split: str = "test",
     name: str | None = None,
     split_queries: bool = True,
-    context: Any = None,
+    context: ComponentContext | None = None,
 ) -> Dataset:
     """A BEIR folder: ``corpus``, ``queries`` and ``qrels/<split>`` (JSONL, gzip or Parquet).
 
@@ -120,7 +121,7 @@ def load_trec_dataset(
     candidates: PathArg | None = None,
     corpus: PathArg | None = None,
     name: str | None = None,
-    context: Any = None,
+    context: ComponentContext | None = None,
 ) -> Dataset:
     """TREC topics (``qid<TAB>text``, or BEIR ``queries.jsonl``) and qrels, with an optional TREC
     run file as candidate lists and an optional corpus (BEIR ``corpus.jsonl``, Parquet, or TSV
@@ -153,7 +154,7 @@ def load_rankllm_dataset(
     qrels: PathArg,
     topics: PathArg | None = None,
     name: str | None = None,
-    context: Any = None,
+    context: ComponentContext | None = None,
 ) -> Dataset:
     """A RankGPT / rank_llm candidate JSON (queries, passages, ranked lists) with TREC qrels.
 
@@ -187,7 +188,8 @@ def load_rankllm_dataset(
                    _identity(where, label, files), **meta)
 
 
-def load_noveleval_dataset(path: PathArg = "noveleval", name: str = "noveleval", context: Any = None) -> Dataset:
+def load_noveleval_dataset(path: PathArg = "noveleval", name: str = "noveleval",
+                           context: ComponentContext | None = None) -> Dataset:
     """NovelEval-2306: 21 queries, 420 passages; each query's 20 passages are its candidates."""
     from harness.formats.noveleval import read_noveleval
 
@@ -203,7 +205,7 @@ def load_scifact_dataset(
     qrels: PathArg = "scifact/qrels.beir-v1.0.0-scifact.test.txt",
     name: str = "scifact",
     member: str | None = None,
-    context: Any = None,
+    context: ComponentContext | None = None,
 ) -> Dataset:
     """BEIR SciFact test: the AllenAI CSV corpus (converted on load: title kept apart, text = the
     abstract's sentences joined by a space; 5,183 documents) with Anserini's BEIR topics and qrels
@@ -220,7 +222,7 @@ def load_scifact_dataset(
                    _identity(where, name, [corpus_path, topics_path, qrels_path]))
 
 
-def load_demo_dataset(name: str = "demo", context: Any = None) -> Dataset:
+def load_demo_dataset(name: str = "demo", context: ComponentContext | None = None) -> Dataset:
     """The packaged demo (no download): 40 documents, 10 queries with instructions, graded qrels."""
     from harness.data.demo import demo_dir
 

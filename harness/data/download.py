@@ -121,57 +121,76 @@ def download_file(f: DataFile, target: Path, url: str, progress: ProgressSetting
     if f.size is not None and start > f.size:
         part.unlink()
         start = 0
+    resp, start = _open_resumed(url, start)
+    digest = hashlib.sha256()
+    if resp is not None:
+        _receive(resp, part, start, f, url, digest, progress)
+    else:
+        _hash_file(part, digest)
+    return _finalize(part, target, f, url, digest.hexdigest(), resumed=start > 0)
+
+
+def _open_resumed(url: str, start: int) -> tuple[Any | None, int]:
+    """Open ``url`` from byte ``start`` and say where the body really starts: 0 when the server sends the
+    whole file; no response when the range lies past the end (the ``.part`` may already be complete)."""
     try:
         resp = _open_or_fail(url, start)
     except urllib.error.HTTPError as exc:
         if exc.code != 416 or not start:
             raise _http_error(exc, url) from exc
-        resp = None  # range past the end: the .part may already be complete
+        return None, start
+    if not start:
+        return resp, start
+    status = getattr(resp, "status", 200)
+    if status == 206 and _content_range_start(resp.headers.get("Content-Range")) != start:
+        resp.close()  # a range other than the one asked for: fetch the whole file instead
+        return _open_or_fail(url, 0), 0
+    if status != 206:
+        return resp, 0  # the server ignored the range and sends the whole file: start over
+    return resp, start
 
-    if resp is not None and start:
-        status = getattr(resp, "status", 200)
-        if status == 206 and _content_range_start(resp.headers.get("Content-Range")) != start:
-            resp.close()  # a range other than the one asked for: fetch the whole file instead
-            resp = _open_or_fail(url, 0)
-            start = 0
-        elif status != 206:
-            start = 0  # the server ignored the range and sends the whole file: start over
-    digest = hashlib.sha256()
-    if resp is not None:
-        with resp:
-            length = resp.headers.get("Content-Length")
-            expected = int(length) if length and length.isdigit() else None
-            total = start + expected if expected is not None else f.size
-            if start:
-                _hash_file(part, digest)
-            bar = _progress(total, f.path, settings=progress, unit="B", unit_scale=True, initial=start)
-            received = 0
+
+def _receive(resp: Any, part: Path, start: int, f: DataFile, url: str, digest: Any,
+             progress: ProgressSettings | None) -> None:
+    """Append the body of ``resp`` to ``part`` (written afresh when ``start`` is 0), hashing the whole file;
+    a body shorter than its Content-Length is an interrupted download."""
+    with resp:
+        length = resp.headers.get("Content-Length")
+        expected = int(length) if length and length.isdigit() else None
+        total = start + expected if expected is not None else f.size
+        if start:
+            _hash_file(part, digest)
+        bar = _progress(total, f.path, settings=progress, unit="B", unit_scale=True, initial=start)
+        try:
+            received = _copy_body(resp, part, start, url, digest, bar)
+        finally:
+            bar.close()
+        if expected is not None and received < expected:
+            raise DataError(
+                f"download of {url} interrupted: got {start + received} of {start + expected} bytes; "
+                f"run the download again to resume from {part}"
+            )
+
+
+def _copy_body(resp: Any, part: Path, start: int, url: str, digest: Any, bar: Any) -> int:
+    """Copy the body chunk by chunk into ``part``; return the number of bytes received."""
+    received = 0
+    with open(part, "ab" if start else "wb") as out:
+        while True:
             try:
-                with open(part, "ab" if start else "wb") as out:
-                    while True:
-                        try:
-                            chunk = resp.read(CHUNK)
-                        except (OSError, HTTPException) as exc:
-                            raise DataError(
-                                f"download of {url} interrupted after {start + received} bytes ({exc}); "
-                                f"run the download again to resume from {part}"
-                            ) from exc
-                        if not chunk:
-                            break
-                        out.write(chunk)
-                        digest.update(chunk)
-                        received += len(chunk)
-                        bar.update(len(chunk))
-            finally:
-                bar.close()
-            if expected is not None and received < expected:
+                chunk = resp.read(CHUNK)
+            except (OSError, HTTPException) as exc:
                 raise DataError(
-                    f"download of {url} interrupted: got {start + received} of {start + expected} bytes; "
+                    f"download of {url} interrupted after {start + received} bytes ({exc}); "
                     f"run the download again to resume from {part}"
-                )
-    else:
-        _hash_file(part, digest)
-    return _finalize(part, target, f, url, digest.hexdigest(), resumed=start > 0)
+                ) from exc
+            if not chunk:
+                break
+            out.write(chunk)
+            digest.update(chunk)
+            received += len(chunk)
+            bar.update(len(chunk))
+    return received
 
 
 def _hash_file(path: Path, digest: Any) -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from harness.concepts.context import ComponentContext
 from harness.concepts.dataset import Dataset
 from harness.concepts.document import Document
 from harness.concepts.errors import DataError
@@ -124,7 +125,7 @@ def _write_listing(path: Path, repo: str, revision: str, files: list[Listed]) ->
     os.replace(tmp, path)
 
 
-def repository_files(context: Any, repo: str, revision: str, rel: str) -> list[Listed]:
+def repository_files(context: ComponentContext, repo: str, revision: str, rel: str) -> list[Listed]:
     """The files of ``repo`` at ``revision``: the listing saved in the data folder (a commit's files never
     change), else asked of the Hub and saved; with downloads off, the files already in the folder."""
     data = context.data
@@ -191,7 +192,7 @@ def _safe(path: str) -> str:
     return path
 
 
-def _download(context: Any, label: str, rel: str, repo: str, revision: str, wanted: list[Listed]) -> None:
+def _download(context: ComponentContext, label: str, rel: str, repo: str, revision: str, wanted: list[Listed]) -> None:
     from harness.data.download import ensure_task_files
 
     files = [DataFile(path=f"{rel}/{_safe(f.path)}", url=HUB.format(repo=repo, revision=revision, path=f.path),
@@ -260,7 +261,7 @@ def load_mteb_dataset(
     subset: str | None = None,
     name: str | None = None,
     task: str | None = None,
-    context: Any = None,
+    context: ComponentContext | None = None,
 ) -> Dataset:
     """A retrieval dataset in MTEB's layout from the Hub, at the full commit ``revision`` (one mode,
     ``default``). ``top_ranked`` becomes the candidate lists, ``instruction`` each query's instruction,

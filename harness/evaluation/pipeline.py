@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from harness.concepts.errors import HarnessError
 from harness.concepts.protocols import Metric
 from harness.concepts.task import Task
+from harness.context import Context
 from harness.evaluation import stages
 from harness.evaluation.stages import ComponentArg, task_queries
 from harness.evaluation.suite import evaluate_suite
 from harness.metrics.resolve import resolve_metrics
 from harness.plugins.registry import Registry
 from harness.results.result import EvalResult
-from harness.context import Context
 
 __all__ = ["evaluate", "task_queries", "EvalResult"]
 

@@ -44,9 +44,9 @@ from harness.concepts.protocols import (
 from harness.concepts.query import Query, format_query
 from harness.concepts.run import Run
 from harness.concepts.task import Task
+from harness.context import Context
 from harness.plugins.component_spec import parse_spec
 from harness.results.result import EvalResult
-from harness.context import Context
 
 ComponentArg = str | Any
 

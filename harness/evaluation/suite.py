@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.concepts.task import Task
+from harness.context import Context
 from harness.evaluation.stages import check_output, log
 from harness.results.result import EvalResult
-from harness.context import Context
 
 #: ``evaluate(name, output=..., overwrite=..., progress=..., context=..., **kwargs)``
 Evaluate = Callable[..., EvalResult]

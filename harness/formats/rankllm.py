@@ -103,50 +103,65 @@ def read_rankllm(path: str | os.PathLike[str], name: str | None = None) -> RankL
         where = f"entry {i}"
         if not isinstance(entry, dict):
             raise DataError(f"{where}: expected an object, got {type(entry).__name__}", path)
-        raw_query = entry.get("query")
         hits = entry.get("hits", entry.get("candidates"))
         if not isinstance(hits, list):
             raise DataError(f"{where}: missing list 'hits' (or 'candidates')", path)
-        qid: str | None = None
-        if isinstance(raw_query, dict):  # rank_llm request layout
-            text = raw_query.get("text")
-            if raw_query.get("qid") is not None:
-                qid = _id(raw_query.get("qid"), "query 'qid'", path, where)
-        else:
-            text = raw_query
-        if not isinstance(text, str):
-            raise DataError(f"{where}: 'query' must be a string (or {{text, qid}}), got {text!r}", path)
-        if qid is None:
-            hit_qids = {_id(h.get("qid"), "'qid'", path, f"{where}, hit {j}")
-                        for j, h in enumerate(hits) if isinstance(h, dict)}
-            if len(hit_qids) != 1:
-                raise DataError(
-                    f"{where}: cannot tell the query id: hits carry "
-                    + (f"several qids {sorted(hit_qids)}" if hit_qids else "no qid (empty list)"),
-                    path,
-                )
-            qid = hit_qids.pop()
+        qid, text = _entry_query(entry.get("query"), hits, path, where)
         if qid in queries:
             raise DataError(f"{where}: query {qid!r} already given by an earlier entry", path)
         queries[qid] = Query(id=qid, text=text)
-        ranked: list[tuple[str, float]] = []
-        seen: set[str] = set()
-        for j, hit in enumerate(hits):
-            hwhere = f"{where} (query {qid}), hit {j}"
-            if not isinstance(hit, dict):
-                raise DataError(f"{hwhere}: expected an object, got {type(hit).__name__}", path)
-            docid = _id(hit.get("docid"), "'docid'", path, hwhere)
-            if docid in seen:
-                raise DataError(f"{hwhere}: document {docid!r} listed twice for this query", path)
-            seen.add(docid)
-            content, title = _hit_text(hit, path, hwhere)
-            doc = Document(id=docid, text=content, title=title)
-            known = corpus.get(docid)
-            if known is None:
-                corpus[docid] = doc
-            elif known != doc:
-                conflicts += 1
-            score = hit.get("score")
-            ranked.append((docid, float(len(hits) - j) if score is None else _score(score, path, hwhere)))
-        lists[qid] = ranked
+        lists[qid], clashes = _entry_hits(hits, corpus, path, f"{where} (query {qid})")
+        conflicts += clashes
     return RankLLMCandidates(queries, corpus, Run(lists, name=name or Path(path).name), conflicts)
+
+
+def _entry_query(raw_query: Any, hits: list[Any], path: object, where: str) -> tuple[str, str]:
+    """The query id and text of an entry: ``query`` is a string or a rank_llm ``{text, qid}`` object;
+    without a qid there, the hits must all carry the same one."""
+    qid: str | None = None
+    if isinstance(raw_query, dict):  # rank_llm request layout
+        text = raw_query.get("text")
+        if raw_query.get("qid") is not None:
+            qid = _id(raw_query.get("qid"), "query 'qid'", path, where)
+    else:
+        text = raw_query
+    if not isinstance(text, str):
+        raise DataError(f"{where}: 'query' must be a string (or {{text, qid}}), got {text!r}", path)
+    if qid is None:
+        hit_qids = {_id(h.get("qid"), "'qid'", path, f"{where}, hit {j}")
+                    for j, h in enumerate(hits) if isinstance(h, dict)}
+        if len(hit_qids) != 1:
+            raise DataError(
+                f"{where}: cannot tell the query id: hits carry "
+                + (f"several qids {sorted(hit_qids)}" if hit_qids else "no qid (empty list)"),
+                path,
+            )
+        qid = hit_qids.pop()
+    return qid, text
+
+
+def _entry_hits(hits: list[Any], corpus: dict[str, Document], path: object,
+                where: str) -> tuple[list[tuple[str, float]], int]:
+    """The ranked (docid, score) list of an entry's hits, adding their documents to ``corpus``; also the
+    number of documents whose text differs from an earlier copy."""
+    ranked: list[tuple[str, float]] = []
+    seen: set[str] = set()
+    conflicts = 0
+    for j, hit in enumerate(hits):
+        hwhere = f"{where}, hit {j}"
+        if not isinstance(hit, dict):
+            raise DataError(f"{hwhere}: expected an object, got {type(hit).__name__}", path)
+        docid = _id(hit.get("docid"), "'docid'", path, hwhere)
+        if docid in seen:
+            raise DataError(f"{hwhere}: document {docid!r} listed twice for this query", path)
+        seen.add(docid)
+        content, title = _hit_text(hit, path, hwhere)
+        doc = Document(id=docid, text=content, title=title)
+        known = corpus.get(docid)
+        if known is None:
+            corpus[docid] = doc
+        elif known != doc:
+            conflicts += 1
+        score = hit.get("score")
+        ranked.append((docid, float(len(hits) - j) if score is None else _score(score, path, hwhere)))
+    return ranked, conflicts

@@ -26,6 +26,8 @@ _EXPORTS = MappingProxyType({
     "get_client": "harness.llm.session",
     "Client": "harness.llm.client",
     "LLMSettings": "harness.llm.settings",
+    "DEFAULT_MAX_CONCURRENCY": "harness.llm.settings",
+    "PriceTable": "harness.llm.pricing",
     "RetryPolicy": "harness.llm.retry",
     "LLMSpec": "harness.llm.spec",
     "parse_llm_spec": "harness.llm.spec",
@@ -59,6 +61,24 @@ _EXPORTS = MappingProxyType({
     "RunStopped": "harness.llm.errors",
     # batch mode
     "BatchPending": "harness.llm.errors",
+    # the failure policy and usage, as the CLI prints them
+    "EXIT_INCOMPLETE": "harness.llm.failures",
+    "banner": "harness.llm.failures",
+    "usage_table": "harness.llm.usage",
+    # managing the reply cache and the batch journal (`harness cache`, `harness batch`)
+    "cache_path": "harness.llm.manage",
+    "cache_info": "harness.llm.manage",
+    "CacheInfo": "harness.llm.manage",
+    "clear_cache": "harness.llm.manage",
+    "ClearedCache": "harness.llm.manage",
+    "explain_cache_miss": "harness.llm.manage",
+    "Batches": "harness.llm.batch.manage",
+    "BatchStatus": "harness.llm.batch.manage",
+    "CollectOutcome": "harness.llm.batch.manage",
+    "CancelOutcome": "harness.llm.batch.manage",
+    "CleanOutcome": "harness.llm.batch.manage",
+    "endpoint_allowed": "harness.llm.batch.manage",
+    "BatchRecord": "harness.llm.batch.journal",
     # writing a provider
     "Provider": "harness.llm.providers.base",
     "BaseProvider": "harness.llm.providers.base",
@@ -90,6 +110,15 @@ if TYPE_CHECKING:  # pragma: no cover
         Unprocessed,
         requests_digest,
     )
+    from harness.llm.batch.journal import BatchRecord  # noqa: F401
+    from harness.llm.batch.manage import (  # noqa: F401
+        Batches,
+        BatchStatus,
+        CancelOutcome,
+        CleanOutcome,
+        CollectOutcome,
+        endpoint_allowed,
+    )
     from harness.llm.client import Client  # noqa: F401
     from harness.llm.errors import (  # noqa: F401
         AuthError,
@@ -109,11 +138,21 @@ if TYPE_CHECKING:  # pragma: no cover
         RunStopped,
         ServerError,
     )
+    from harness.llm.failures import EXIT_INCOMPLETE, banner  # noqa: F401
+    from harness.llm.manage import (  # noqa: F401
+        CacheInfo,
+        ClearedCache,
+        cache_info,
+        cache_path,
+        clear_cache,
+        explain_cache_miss,
+    )
     from harness.llm.pointwise import Item, PointwiseScorer, Scored, order_by_scores  # noqa: F401
+    from harness.llm.pricing import PriceTable  # noqa: F401
     from harness.llm.providers.base import BaseProvider, Provider, error_for_status, map_sdk_error, resolve_key  # noqa: F401
     from harness.llm.retry import RetryPolicy  # noqa: F401
     from harness.llm.session import LLMSession, get_client  # noqa: F401
-    from harness.llm.settings import LLMSettings  # noqa: F401
+    from harness.llm.settings import DEFAULT_MAX_CONCURRENCY, LLMSettings  # noqa: F401
     from harness.llm.spec import LLMSpec, parse_llm_spec  # noqa: F401
     from harness.llm.types import (  # noqa: F401
         ChatOptions,
@@ -127,6 +166,7 @@ if TYPE_CHECKING:  # pragma: no cover
         system,
         user,
     )
+    from harness.llm.usage import usage_table  # noqa: F401
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 __all__ = sorted(_EXPORTS)

@@ -69,50 +69,78 @@ def _bounded_map(
 ) -> list[R]:
     if n is not None:
         workers = min(workers, n)
-    results: dict[int, Any] = {}
     if workers == 1:
-        for i, item in enumerate(items):
-            results[i] = r = fn(item)
-            if on_result is not None:
-                on_result(i, r)
-        return [results[i] for i in range(len(results))]
+        return _serial_map(fn, items, on_result)
+    return _Pool(fn, items, on_result).run(workers)
 
-    it = enumerate(items)
-    lock = threading.Lock()
-    stop = threading.Event()
-    errors: list[BaseException] = []
 
-    def worker() -> None:
-        while not stop.is_set():
-            with lock:
-                try:
-                    i, item = next(it)
-                except StopIteration:
-                    return
-                except BaseException as exc:  # the iterator itself failed
-                    errors.append(exc)
-                    stop.set()
-                    return
+def _serial_map(fn: Callable[[T], R], items: Iterable[T], on_result: Callable[[int, R], None] | None) -> list[R]:
+    """The one-worker case, in the calling thread."""
+    results: dict[int, Any] = {}
+    for i, item in enumerate(items):
+        results[i] = r = fn(item)
+        if on_result is not None:
+            on_result(i, r)
+    return [results[i] for i in range(len(results))]
+
+
+class _Pool:
+    """The state the worker threads of one :func:`_bounded_map` call share: the input iterator (behind a
+    lock), the results by index, the first errors, and the stop signal."""
+
+    def __init__(self, fn: Callable[[Any], Any], items: Iterable[Any],
+                 on_result: Callable[[int, Any], None] | None) -> None:
+        self.fn = fn
+        self.on_result = on_result
+        self.it = enumerate(items)
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.errors: list[BaseException] = []
+        self.results: dict[int, Any] = {}
+
+    def _fail(self, exc: BaseException) -> None:
+        self.errors.append(exc)
+        self.stop.set()
+
+    def _next(self) -> tuple[int, Any] | None:
+        """The next ``(index, item)``, or None when the input is exhausted or failed."""
+        with self.lock:
             try:
-                r = fn(item)
-                results[i] = r
-                if on_result is not None:
-                    on_result(i, r)
+                return next(self.it)
+            except StopIteration:
+                return None
+            except BaseException as exc:  # the iterator itself failed
+                self._fail(exc)
+                return None
+
+    def _worker(self) -> None:
+        while not self.stop.is_set():
+            job = self._next()
+            if job is None:
+                return
+            i, item = job
+            try:
+                r = self.fn(item)
+                self.results[i] = r
+                if self.on_result is not None:
+                    self.on_result(i, r)
             except BaseException as exc:
-                errors.append(exc)
-                stop.set()
+                self._fail(exc)
                 return
 
-    threads = [threading.Thread(target=worker, daemon=True, name=f"llm-worker-{k}") for k in range(workers)]
-    for t in threads:
-        t.start()
-    try:
+    def run(self, workers: int) -> list[Any]:
+        """Run ``workers`` threads to the end; re-raise the first error (or a Ctrl-C) after stopping them."""
+        threads = [threading.Thread(target=self._worker, daemon=True, name=f"llm-worker-{k}")
+                   for k in range(workers)]
         for t in threads:
-            while t.is_alive():
-                t.join(0.25)
-    except BaseException:
-        stop.set()  # workers finish the call in hand (its reply is cached) and take no more
-        raise
-    if errors:
-        raise errors[0]
-    return [results[i] for i in range(len(results))]
+            t.start()
+        try:
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.25)
+        except BaseException:
+            self.stop.set()  # workers finish the call in hand (its reply is cached) and take no more
+            raise
+        if self.errors:
+            raise self.errors[0]
+        return [self.results[i] for i in range(len(self.results))]

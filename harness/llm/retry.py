@@ -63,56 +63,67 @@ class RetryPolicy:
         ``clock`` are injectable (tests)."""
         import tenacity
 
-        exp = _exp_wait(tenacity, self)
-        start = clock()
-        deadline = None if self.budget is None else start + self.budget
-
-        def left() -> float | None:
-            return None if deadline is None else deadline - clock()
-
-        def planned_wait(state: tenacity.RetryCallState) -> float:
-            exc = state.outcome.exception() if state.outcome else None
-            if isinstance(exc, ConnectionFailed):
-                return self.connect_wait * (2 ** (state.attempt_number - 1))
-            after = getattr(exc, "retry_after", None)
-            if after is not None:
-                return max(0.0, min(float(after), self.retry_after_cap))
-            return exp(state)
-
-        waits: dict[int, float] = {}
-
-        def wait(state: tenacity.RetryCallState) -> float:
-            return waits.pop(state.attempt_number, None) or planned_wait(state)
-
-        def stop(state: tenacity.RetryCallState) -> bool:
-            exc = state.outcome.exception() if state.outcome else None
-            if state.attempt_number >= self.max_attempts:
-                return True
-            if isinstance(exc, ConnectionFailed) and state.attempt_number >= self.connect_attempts:
-                return True
-            w = planned_wait(state)
-            remaining = left()
-            if remaining is not None and remaining - w < MIN_ATTEMPT_S:
-                if isinstance(exc, LLMError):
-                    exc.args = (f"{exc.args[0]} (gave up after {state.attempt_number} attempt(s) in "
-                                f"{clock() - start:.1f} s: the call's time budget is {self.budget:g} s)",)
-                return True
-            waits[state.attempt_number] = w
-            return False
-
-        def before_sleep(state: tenacity.RetryCallState) -> None:
-            if on_retry is not None and state.outcome is not None:
-                on_retry(state.outcome.exception(), state.attempt_number)  # type: ignore[arg-type]
-
+        plan = _Schedule(self, _exp_wait(tenacity, self), clock, on_retry)
         retrying = tenacity.Retrying(
-            stop=stop,
-            wait=wait,
+            stop=plan.stop,
+            wait=plan.wait,
             retry=tenacity.retry_if_exception(lambda e: isinstance(e, LLMError) and e.retryable),
-            before_sleep=before_sleep,
+            before_sleep=plan.before_sleep,
             sleep=sleep,
             reraise=True,
         )
-        return retrying(lambda: fn(left()))
+        return retrying(lambda: fn(plan.left()))
+
+
+class _Schedule:
+    """The waits and the stop rule of one :meth:`RetryPolicy.call`, as tenacity callbacks: the budget
+    runs from the call's start; the wait planned when deciding to go on is the one made."""
+
+    def __init__(self, policy: RetryPolicy, exp: Any, clock: Callable[[], float],
+                 on_retry: Callable[[LLMError, int], None] | None) -> None:
+        self.policy = policy
+        self.exp = exp
+        self.clock = clock
+        self.on_retry = on_retry
+        self.start = clock()
+        self.deadline = None if policy.budget is None else self.start + policy.budget
+        self.waits: dict[int, float] = {}
+
+    def left(self) -> float | None:
+        """Seconds left of the budget (None: unbounded)."""
+        return None if self.deadline is None else self.deadline - self.clock()
+
+    def planned_wait(self, state: Any) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, ConnectionFailed):
+            return self.policy.connect_wait * (2 ** (state.attempt_number - 1))
+        after = getattr(exc, "retry_after", None)
+        if after is not None:
+            return max(0.0, min(float(after), self.policy.retry_after_cap))
+        return self.exp(state)
+
+    def wait(self, state: Any) -> float:
+        return self.waits.pop(state.attempt_number, None) or self.planned_wait(state)
+
+    def stop(self, state: Any) -> bool:
+        exc = state.outcome.exception() if state.outcome else None
+        if state.attempt_number >= self.policy.max_attempts:
+            return True
+        if isinstance(exc, ConnectionFailed) and state.attempt_number >= self.policy.connect_attempts:
+            return True
+        w = self.planned_wait(state)
+        remaining = self.left()
+        if remaining is not None and remaining - w < MIN_ATTEMPT_S:
+            if isinstance(exc, LLMError):
+                exc.args = (f"{exc.args[0]} (gave up after {state.attempt_number} attempt(s) in "
+                            f"{self.clock() - self.start:.1f} s: the call's time budget is {self.policy.budget:g} s)",)
+            return True
+        self.waits[state.attempt_number] = w
+        return False
+
+    def before_sleep(self, state: Any) -> None:
+        if self.on_retry is not None and state.outcome is not None:
+            self.on_retry(state.outcome.exception(), state.attempt_number)  # type: ignore[arg-type]
 
 
 @functools.lru_cache(maxsize=1)

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 def builtin_provider_registry() -> Any:
     """A registry holding only the built-in providers (openai, anthropic, openai-compatible)."""
-    from harness.llm import builtin
+    from harness.plugins.builtin import llm_providers
     from harness.plugins.registry import CORE_DIST, Component, Registry
 
     registry = Registry()
@@ -60,7 +60,7 @@ def builtin_provider_registry() -> Any:
     def register(name: str, factory: Any, description: str = "") -> None:
         registry.add(Component("llm_provider", name, factory, description, CORE_DIST))
 
-    builtin.register_llm_providers(register=register)
+    llm_providers.register_llm_providers(register=register)
     return registry
 
 

@@ -84,6 +84,23 @@ def parse_llm_spec(text: str) -> LLMSpec:
         )
     if not path or not path[0]:
         raise HarnessError(f"LLM spec {text!r} has arguments but no provider:model")
+    provider, model = _provider_model(text, path, args)
+    alias, default_url = None, None
+    if provider in ALIASES:
+        alias = provider
+        provider, default_url = ALIASES[alias]
+    base_url, replicas = args.pop("base_url", None), ()
+    if _is_list(base_url):
+        base_url, replicas = None, replica_urls(text, provider, base_url)
+    elif default_url:
+        base_url = base_url or default_url
+    options, client_args, provider_args = _sort_args(text, args)
+    return LLMSpec(provider, model, base_url, provider_args, options, client_args, text, alias, replicas)
+
+
+def _provider_model(text: str, path: list[str], args: dict[str, Any]) -> tuple[str, str]:
+    """The provider (as written) and model of the ``provider:model`` part; a bare model name of a known
+    family infers its provider; ``local`` defaults to the packaged model (or the stem of ``path=``)."""
     if path[0] == LOCAL:  # the embedded model: the packaged one, or a GGUF named by path=
         from pathlib import Path
 
@@ -101,15 +118,11 @@ def parse_llm_spec(text: str) -> LLMSpec:
         provider, model = path[0], ":".join(path[1:])
     if not model:
         raise HarnessError(f"LLM spec {text!r} has no model name")
-    alias, default_url = None, None
-    if provider in ALIASES:
-        alias = provider
-        provider, default_url = ALIASES[alias]
-    base_url, replicas = args.pop("base_url", None), ()
-    if _is_list(base_url):
-        base_url, replicas = None, replica_urls(text, provider, base_url)
-    elif default_url:
-        base_url = base_url or default_url
+    return provider, model
+
+
+def _sort_args(text: str, args: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Split the arguments into chat options (validated now), client arguments and provider arguments."""
     option_names = set(ChatOptions.names())
     options = {k: v for k, v in args.items() if k in option_names}
     client_args = {k: v for k, v in args.items() if k in CLIENT_ARGS}
@@ -119,7 +132,7 @@ def parse_llm_spec(text: str) -> LLMSpec:
             ChatOptions().merged(**{**options, **({"max_tokens": None} if options.get("max_tokens") == 0 else {})})
         except (TypeError, ValueError) as exc:
             raise HarnessError(f"LLM spec {redact_url(text)!r}: {exc}") from None
-    return LLMSpec(provider, model, base_url, provider_args, options, client_args, text, alias, replicas)
+    return options, client_args, provider_args
 
 
 def _is_list(value: Any) -> bool:

@@ -116,50 +116,75 @@ class StandardMetric:
             )
         run_dict = run.to_dict()
         qrels_dict = qrels.as_int_dict()
-        # group natively computable measures by the run depth they need
-        native: dict[int | None, dict[str, str]] = {}
-        other: dict[str, Any] = {}
-        for n, m in self.measures.items():
-            nat = native_pytrec(m)
-            if nat is None:
-                other[n] = m
-            else:
-                native.setdefault(nat[1], {})[nat[0]] = n
+        native, other = _group_measures(self.measures)
         per_query: dict[str, dict[str, float]] = {}
         if native:
-            import pytrec_eval
-
-            for depth, mapping in native.items():
-                ev = pytrec_eval.RelevanceEvaluator(qrels_dict, set(mapping))
-                res = ev.evaluate(run_dict if depth is None else _cut(run_dict, depth))
-                theirs, ours = list(mapping), list(mapping.values())
-                if len(theirs) == 1:
-                    (t1,), (o1,) = theirs, ours
-                    rows = {q: {o1: vals[t1]} for q, vals in res.items()}
-                else:
-                    get = operator.itemgetter(*theirs)
-                    rows = {q: dict(zip(ours, get(vals))) for q, vals in res.items()}
-                if not per_query:
-                    per_query = rows
-                else:
-                    for q, row in rows.items():
-                        per_query.setdefault(q, {}).update(row)
+            per_query = _native_per_query(native, qrels_dict, run_dict)
         if other:
-            import ir_measures
-
-            by_measure = {m: n for n, m in other.items()}
-            evaluator = ir_measures.evaluator(list(other.values()), qrels_dict)
-            for metric in evaluator.iter_calc(run_dict):
-                per_query.setdefault(metric.query_id, {})[by_measure[metric.measure]] = float(metric.value)
+            _other_per_query(other, qrels_dict, run_dict, per_query)
         # trec_eval semantics: mean over the run's queries that have qrels
         if any(q not in run_dict for q in per_query):
             per_query = {q: v for q, v in per_query.items() if q in run_dict}
-        rows = list(per_query.values())
-        aggregate: dict[str, float] = {}
-        for n in self.names:
-            try:
-                total = sum(map(operator.itemgetter(n), rows))
-            except KeyError:  # a measure that gave no value for some query counts as 0 there
-                total = sum(r.get(n, 0.0) for r in rows)
-            aggregate[n] = total / len(rows) if rows else float("nan")
-        return MetricResult(aggregate=aggregate, per_query=per_query)
+        return MetricResult(aggregate=_means(self.names, per_query), per_query=per_query)
+
+
+def _group_measures(measures: dict[str, Any]) -> tuple[dict[int | None, dict[str, str]], dict[str, Any]]:
+    """The natively computable measures grouped by the run depth they need (``{depth: {pytrec name: our
+    name}}``), and the others (``{our name: measure}``)."""
+    native: dict[int | None, dict[str, str]] = {}
+    other: dict[str, Any] = {}
+    for n, m in measures.items():
+        nat = native_pytrec(m)
+        if nat is None:
+            other[n] = m
+        else:
+            native.setdefault(nat[1], {})[nat[0]] = n
+    return native, other
+
+
+def _native_per_query(native: dict[int | None, dict[str, str]], qrels_dict: dict[str, dict[str, int]],
+                      run_dict: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Per-query values of the native measures, one pytrec_eval evaluator per run depth."""
+    import pytrec_eval
+
+    per_query: dict[str, dict[str, float]] = {}
+    for depth, mapping in native.items():
+        ev = pytrec_eval.RelevanceEvaluator(qrels_dict, set(mapping))
+        res = ev.evaluate(run_dict if depth is None else _cut(run_dict, depth))
+        theirs, ours = list(mapping), list(mapping.values())
+        if len(theirs) == 1:
+            (t1,), (o1,) = theirs, ours
+            rows = {q: {o1: vals[t1]} for q, vals in res.items()}
+        else:
+            get = operator.itemgetter(*theirs)
+            rows = {q: dict(zip(ours, get(vals))) for q, vals in res.items()}
+        if not per_query:
+            per_query = rows
+        else:
+            for q, row in rows.items():
+                per_query.setdefault(q, {}).update(row)
+    return per_query
+
+
+def _other_per_query(other: dict[str, Any], qrels_dict: dict[str, dict[str, int]],
+                     run_dict: dict[str, dict[str, float]], per_query: dict[str, dict[str, float]]) -> None:
+    """Add the per-query values of the other measures (ir-measures) to ``per_query``."""
+    import ir_measures
+
+    by_measure = {m: n for n, m in other.items()}
+    evaluator = ir_measures.evaluator(list(other.values()), qrels_dict)
+    for metric in evaluator.iter_calc(run_dict):
+        per_query.setdefault(metric.query_id, {})[by_measure[metric.measure]] = float(metric.value)
+
+
+def _means(names: list[str], per_query: dict[str, dict[str, float]]) -> dict[str, float]:
+    """The mean of each measure over the queries (a query without a value counts as 0; none: NaN)."""
+    rows = list(per_query.values())
+    aggregate: dict[str, float] = {}
+    for n in names:
+        try:
+            total = sum(map(operator.itemgetter(n), rows))
+        except KeyError:  # a measure that gave no value for some query counts as 0 there
+            total = sum(r.get(n, 0.0) for r in rows)
+        aggregate[n] = total / len(rows) if rows else float("nan")
+    return aggregate

@@ -2,7 +2,10 @@
 callable; ``factory`` is called only when the component is used, so it must import its heavy
 dependencies (torch, an SDK) inside its body, never at module level.
 
-Documented, with an example each, in ``docs/plugin_hooks.md``; a test fails when a hook lacks docs.
+The seven component hooks (``register_datasets`` ... ``register_llm_providers``) are made from
+:data:`harness.plugins.kinds.KIND_TABLE`, one per kind, with the kind's name and documentation;
+``register_commands`` is written out here. Documented, with an example each, in
+``docs/plugin_hooks.md``; a test fails when a hook lacks docs.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import pluggy
+
+from harness.plugins.kinds import KIND_TABLE, Kind
 
 PROJECT = "harness"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -21,41 +26,26 @@ class Register(Protocol):
     def __call__(self, name: str, factory: Callable[..., Any], description: str = "") -> None: ...
 
 
-@hookspec
-def register_datasets(register: Register) -> None:
-    """Register dataset loaders: ``factory(**args) -> harness.Dataset``."""
+def _component_hookspec(kind: Kind) -> Callable[[Register], None]:
+    """The ``register_*`` hook specification of ``kind``: pluggy checks each implementation's
+    argument names against this signature, so the parameter is ``register``."""
+
+    def hook(register: Register) -> None:
+        pass
+
+    hook.__name__ = hook.__qualname__ = kind.hook
+    hook.__doc__ = kind.doc
+    return hookspec(hook)
 
 
-@hookspec
-def register_tasks(register: Register) -> None:
-    """Register tasks: ``factory() -> harness.Task`` (dataset, modes, default metrics, first stage)."""
-
-
-@hookspec
-def register_retrievers(register: Register) -> None:
-    """Register first-stage retrievers: ``factory(**args) -> Retriever`` (``index``, ``search``)."""
-
-
-@hookspec
-def register_rerankers(register: Register) -> None:
-    """Register rerankers: ``factory(**args) -> Reranker`` (``rerank``)."""
-
-
-@hookspec
-def register_judges(register: Register) -> None:
-    """Register judges: ``factory(**args) -> Judge`` (``judge``)."""
-
-
-@hookspec
-def register_metrics(register: Register) -> None:
-    """Register metrics: ``factory(**args) -> Metric`` (``compute``)."""
-
-
-@hookspec
-def register_llm_providers(register: Register) -> None:
-    """Register LLM providers: ``factory(**args) -> provider`` used by LLM-backed components."""
+for _kind in KIND_TABLE:  # one module-level hook per kind: ``pm.add_hookspecs(hookspecs)`` finds them
+    globals()[_kind.hook] = _component_hookspec(_kind)
+del _kind
 
 
 @hookspec
 def register_commands(cli: Any) -> None:
     """Add click commands to the ``harness`` CLI group ``cli``."""
+
+
+__all__ = ["PROJECT", "Register", "hookimpl", "hookspec", "register_commands", *(k.hook for k in KIND_TABLE)]

@@ -19,26 +19,17 @@ import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
-from types import MappingProxyType
 from typing import Any
 
 import pluggy
 
 from harness.concepts.errors import PluginError
 from harness.plugins import hookspecs
-from harness.plugins.registry import CORE_DIST, KINDS, Component, Registry
+from harness.plugins.builtin import BUILTIN_MODULES
+from harness.plugins.kinds import HOOK_KIND, KINDS
+from harness.plugins.registry import CORE_DIST, Component, Registry
 
 ENTRY_POINT_GROUP = "harness"
-HOOK_KIND = MappingProxyType({
-    "register_datasets": "dataset",
-    "register_tasks": "task",
-    "register_retrievers": "retriever",
-    "register_rerankers": "reranker",
-    "register_judges": "judge",
-    "register_metrics": "metric",
-    "register_llm_providers": "llm_provider",
-})
-BUILTIN_MODULES = ("harness.plugins.builtin", "harness.llm.builtin")
 
 
 @dataclass
@@ -243,4 +234,4 @@ def _dist_version(name: str) -> str:
         return "?"
 
 
-__all__ = ["PluginHost", "PluginInfo", "KINDS"]
+__all__ = ["BUILTIN_MODULES", "HOOK_KIND", "KINDS", "PluginHost", "PluginInfo"]

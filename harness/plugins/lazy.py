@@ -10,7 +10,11 @@ from typing import Any
 
 def lazy(target: str) -> Callable[..., Any]:
     """``"pkg.module:attr"`` -> a factory that imports ``pkg.module`` on first call and calls ``attr``
-    with the component spec's arguments, e.g. ``register("bm25", lazy("harness.retrievers.bm25:BM25Retriever"))``."""
+    with the component spec's arguments, e.g. ``register("bm25", lazy("harness.retrievers.bm25:BM25Retriever"))``.
+
+    The factory carries ``target`` (the string), ``resolve()`` (import the module and return ``attr``,
+    without calling it: how the tests check every target) and ``accepts(name)`` (whether ``attr``
+    declares parameter ``name``)."""
     module_name, attr = target.split(":")
 
     def resolve() -> Any:
@@ -30,4 +34,5 @@ def lazy(target: str) -> Callable[..., Any]:
     factory.__qualname__ = factory.__name__ = f"lazy[{target}]"
     factory.target = target  # type: ignore[attr-defined]
     factory.accepts = accepts  # type: ignore[attr-defined]
+    factory.resolve = resolve  # type: ignore[attr-defined]
     return factory

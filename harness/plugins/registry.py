@@ -7,11 +7,11 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.concepts.context import ComponentContext
 from harness.concepts.errors import AmbiguousComponentError, HarnessError, UnknownComponentError
 from harness.plugins.component_spec import ComponentSpec, parse_spec
+from harness.plugins.kinds import KINDS
 from harness.runtime.extras import CORE_DIST  # the core's distribution name: "harness-ir"
-
-KINDS = ("dataset", "task", "retriever", "reranker", "judge", "metric", "llm_provider")
 
 
 @dataclass(frozen=True)
@@ -80,13 +80,14 @@ class Registry:
                 parsed = ComponentSpec(full, None, parsed.args, parsed.text)
         return self.lookup(kind, parsed.name, parsed.source), parsed
 
-    def create(self, kind: str, spec: str | ComponentSpec, context: Any = None, **extra: Any) -> Any:
+    def create(self, kind: str, spec: str | ComponentSpec, context: ComponentContext | None = None,
+               **extra: Any) -> Any:
         """Resolve ``spec`` and call its factory with the spec's arguments (plus ``extra``), and the
         evaluation's ``context`` when the factory takes one."""
         return self.build(kind, spec, context, **extra)[0]
 
-    def build(self, kind: str, spec: str | ComponentSpec, context: Any = None, **extra: Any
-              ) -> tuple[Any, Component, ComponentSpec]:
+    def build(self, kind: str, spec: str | ComponentSpec, context: ComponentContext | None = None,
+              **extra: Any) -> tuple[Any, Component, ComponentSpec]:
         """Like :meth:`create`, also returning the component found and the parsed spec."""
         component, parsed = self.resolve(kind, spec)
         kwargs = {**extra, **parsed.args}
@@ -122,17 +123,15 @@ def accepts_parameter(factory: Any, name: str) -> bool:
 def _hint(component: Component, exc: TypeError) -> str:
     """For an unknown keyword argument: the component's close matches, or the arguments it takes."""
     import difflib
-    import importlib
     import inspect
     import re
 
     m = re.search(r"unexpected keyword argument '([^']+)'", str(exc))
     if not m:
         return ""
-    target = getattr(component.factory, "target", None)
+    resolve = getattr(component.factory, "resolve", None)  # a lazy() factory: its target
     try:
-        obj = getattr(importlib.import_module(target.split(":")[0]), target.split(":")[1]) if target else \
-            component.factory
+        obj = resolve() if callable(resolve) else component.factory
         sig = inspect.signature(obj).parameters.values()
         params = [p.name for p in sig if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     except (ValueError, TypeError, ImportError, AttributeError):

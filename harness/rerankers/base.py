@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.concepts.context import ComponentContext
 from harness.concepts.document import Document
 from harness.concepts.errors import HarnessError
 from harness.concepts.query import Query
@@ -47,7 +48,7 @@ class ModelReranker:
     def __init__(self, model: str | None = None, revision: str | None = None, device: str | None = None,
                  dtype: str | None = None, batch_size: int | None = None, max_length: int | None = None,
                  local_files_only: bool = False, cache: bool = True, cache_dir: str | None = None,
-                 show_progress: bool | None = None, context: Any = None) -> None:
+                 show_progress: bool | None = None, context: ComponentContext | None = None) -> None:
         self.require()
         self.model_name = str(model or self.default_model)
         self.revision = revision

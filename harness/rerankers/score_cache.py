@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from harness.concepts.context import ComponentContext
 from harness.retrievers.dense.cache import EmbeddingCache, text_key
 
 
-def default_scores_dir(context: Any = None) -> Path:
+def default_scores_dir(context: ComponentContext | None = None) -> Path:
     """``scores/`` under the evaluation's cache folder, else under the default cache root."""
     if context is not None and getattr(context, "cache_dir", None):
         return Path(context.cache_dir) / "scores"

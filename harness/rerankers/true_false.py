@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.concepts.context import ComponentContext
 from harness.concepts.document import Document
 from harness.concepts.errors import HarnessError
 from harness.concepts.query import Query
@@ -69,7 +70,7 @@ def _template(name: str) -> str:
 
 
 def true_false(template: str = "followir", llm: str | None = None, model: str | None = None,
-               top_logprobs: int = 20, context: Any = None, **options: Any) -> Any:
+               top_logprobs: int = 20, context: ComponentContext | None = None, **options: Any) -> Any:
     """The ``true-false`` reranker: ``model=`` runs transformers in process, otherwise ``llm=`` (or the
     evaluation's ``--llm``) through the LLM layer."""
     if model is not None:
@@ -87,7 +88,7 @@ class LLMTrueFalse:
     label = "true-false"
 
     def __init__(self, template: str = "followir", llm: str | None = None, top_logprobs: int = 20,
-                 context: Any = None) -> None:
+                 context: ComponentContext | None = None) -> None:
         from harness.llm.pointwise import PointwiseScorer
 
         self.template = _template(template)

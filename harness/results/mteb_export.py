@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.concepts.context import ComponentContext
 from harness.concepts.errors import DataError, HarnessError
 from harness.concepts.mteb_block import check_mteb_block, defaults
 from harness.results.store import StoredResults, read_results
@@ -45,7 +46,7 @@ def _round(value: Any) -> Any:
     return value
 
 
-def _registered(name: str, context: Any) -> Any:
+def _registered(name: str, context: ComponentContext) -> Any:
     """The task registered under ``name`` (None when no plugin registers it)."""
     from harness.concepts.errors import UnknownComponentError
 
@@ -133,8 +134,8 @@ def _model_from_components(stored: StoredResults) -> tuple[str | None, str | Non
     return (model if isinstance(model, str) else None), (revision if isinstance(revision, str) else None)
 
 
-def collect(run_dirs: Sequence[str | Path], context: Any = None) -> tuple[list[tuple[StoredResults, Exported]],
-                                                                         list[str]]:
+def collect(run_dirs: Sequence[str | Path], context: ComponentContext | None = None
+            ) -> tuple[list[tuple[StoredResults, Exported]], list[str]]:
     """Every task result of ``run_dirs`` (suites: their members) as an :class:`Exported`, and the refusals
     (``"<folder> (<task>): <why>"``)."""
     from harness.context import Context
@@ -196,7 +197,7 @@ def model_meta(name: str, revision: str, use_instructions: bool | None = None) -
 
 
 def export_mteb(run_dirs: Sequence[str | Path], output: str | Path, model: str | None = None,
-                revision: str | None = None, context: Any = None) -> list[Path]:
+                revision: str | None = None, context: ComponentContext | None = None) -> list[Path]:
     """Write the MTEB result files of ``run_dirs`` under ``output``; returns the paths written.
 
     Raises :class:`HarnessError` (nothing written) when a run is refused (its task has no MTEB counterpart,

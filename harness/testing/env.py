@@ -72,9 +72,9 @@ def isolated_context(cache_dir: str | Path, *, registry: Any = None, data_dir: s
     """A :class:`harness.Context` for a test: its own cache folder, fast LLM retries (millisecond
     waits), no progress output, and the LLM settings given (``llm=``, ``dry_run=``, ``timeout=``...).
     ``registry``: the components to use (default: the installed plugins)."""
+    from harness.context import Context
     from harness.llm.retry import RetryPolicy
     from harness.llm.settings import LLMSettings
-    from harness.context import Context
     from harness.runtime.progress import ProgressSettings
 
     settings = LLMSettings(retry=RetryPolicy.fast()).merged(**llm_settings)

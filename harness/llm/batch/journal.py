@@ -517,10 +517,7 @@ def _check(db: sqlite3.Connection) -> bool:
     deleted), no request without its batch, none with more than its ``n`` request rows, and each
     live one with exactly its ``n``, their payloads JSON objects. Returns whether the journal holds
     no batch."""
-    for table, columns in (("batches", _COLUMNS), ("requests", ("batch", "key", "payload"))):
-        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
-        if missing := [c for c in columns if c not in have]:
-            raise JournalDamaged(f"table {table} lacks column(s) {', '.join(missing)}")
+    _check_columns(db)
     sizes: dict[int, int] = {}
     live: list[int] = []
     for row in db.execute(f"SELECT {', '.join(_COLUMNS)} FROM batches"):
@@ -533,6 +530,21 @@ def _check(db: sqlite3.Connection) -> bool:
     if count != top or (seq[0] if seq else 0) != top:
         raise JournalDamaged(f"batch rows are missing ({count} rows, ids up to {top}, "
                              f"{seq[0] if seq else 0} ever written)")
+    _check_requests(db, sizes, live)
+    return count == 0
+
+
+def _check_columns(db: sqlite3.Connection) -> None:
+    """Raise :class:`JournalDamaged` unless both tables have every column."""
+    for table, columns in (("batches", _COLUMNS), ("requests", ("batch", "key", "payload"))):
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if missing := [c for c in columns if c not in have]:
+            raise JournalDamaged(f"table {table} lacks column(s) {', '.join(missing)}")
+
+
+def _check_requests(db: sqlite3.Connection, sizes: dict[int, int], live: list[int]) -> None:
+    """Raise :class:`JournalDamaged` unless every request row has its batch, no batch holds more than its
+    ``n`` rows, and each live batch holds exactly its ``n``, their payloads JSON objects."""
     held = dict(db.execute("SELECT batch, count(*) FROM requests GROUP BY batch"))
     for bid, rows in held.items():
         if bid not in sizes:
@@ -545,4 +557,3 @@ def _check(db: sqlite3.Connection) -> bool:
     for bid in live:
         for key, text in db.execute("SELECT key, payload FROM requests WHERE batch = ?", (bid,)):
             _payload(key, text)
-    return count == 0

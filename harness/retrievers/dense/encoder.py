@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.concepts.context import ComponentContext
 from harness.concepts.errors import HarnessError
 from harness.retrievers.dense.cache import EmbeddingCache, text_key
 from harness.retrievers.dense.model import (
@@ -48,6 +49,42 @@ def _as_template(prompt: str) -> str:
     return prompt if "{text}" in prompt else prompt + "{text}"
 
 
+def _doc_model(label: str, model: str | None, doc_model: str | None) -> str | None:
+    """The document encoder is ``model``; ``doc_model=`` names it beside ``query_model=``."""
+    if doc_model is None:
+        return model
+    if model is not None and model != doc_model:
+        raise HarnessError(f"{label}: model={model!r} and doc_model={doc_model!r} disagree; pass one")
+    return doc_model
+
+
+def _resolve_preset(preset: str | Preset | None, model: str | None) -> Preset | None:
+    """The preset: given, detected from the model name (MiniLM's without a model), or none (``none``/``off``)."""
+    if isinstance(preset, Preset):
+        return preset
+    if preset is None:
+        return detect_preset(str(model)) if model else PRESETS["minilm"]
+    if str(preset).strip().lower() in ("", "none", "off"):
+        return None
+    return get_preset(str(preset))
+
+
+def _pooling(label: str, pooling: str | None) -> str | None:
+    if pooling is not None and pooling not in POOLINGS:
+        raise HarnessError(f"{label}: pooling must be one of {', '.join(POOLINGS)}, not {pooling!r}")
+    return pooling
+
+
+def _batch_size(label: str, batch_size: Any) -> int:
+    try:
+        size = int(batch_size)
+    except (TypeError, ValueError):
+        raise HarnessError(f"{label}: batch_size must be a positive integer, not {batch_size!r}") from None
+    if size < 1:
+        raise HarnessError(f"{label}: batch_size must be a positive integer, not {batch_size!r}")
+    return size
+
+
 class DenseEncoder:
     """Model resolution, prompt templates, the embedding cache and encoding, shared by
     :class:`DenseRetriever` and :class:`DenseReranker` (and plugins such as nv-embed)."""
@@ -75,38 +112,21 @@ class DenseEncoder:
         doc_model: str | None = None,
         pooling: str | None = None,
         label: str = "dense",
-        context: Any = None,
+        context: ComponentContext | None = None,
     ):
         self.label = label
-        if doc_model is not None:  # the document encoder is ``model``; doc_model= names it beside query_model=
-            if model is not None and model != doc_model:
-                raise HarnessError(f"{label}: model={model!r} and doc_model={doc_model!r} disagree; pass one")
-            model = doc_model
+        model = _doc_model(label, model, doc_model)
         self.progress_settings = getattr(context, "progress", None)
-        if isinstance(preset, Preset):
-            self.preset: Preset | None = preset
-        elif preset is None:
-            self.preset = detect_preset(str(model)) if model else PRESETS["minilm"]
-        elif str(preset).strip().lower() in ("", "none", "off"):
-            self.preset = None
-        else:
-            self.preset = get_preset(str(preset))
-        self.model_name = str(model or (self.preset.model if self.preset else DEFAULT_MODEL))
-        self.pooling = pooling if pooling is not None else (self.preset.pooling_mode if self.preset else None)
-        if self.pooling is not None and self.pooling not in POOLINGS:
-            raise HarnessError(f"{label}: pooling must be one of {', '.join(POOLINGS)}, not {self.pooling!r}")
-        if query_model is None and model is None and self.preset is not None:
-            query_model = self.preset.query_model
+        self.preset: Preset | None = _resolve_preset(preset, model)
+        p = self.preset
+        self.model_name = str(model or (p.model if p else DEFAULT_MODEL))
+        self.pooling = _pooling(label, pooling if pooling is not None else (p.pooling_mode if p else None))
+        if query_model is None and model is None and p is not None:
+            query_model = p.query_model
         self.query_model = query_model if query_model not in (None, self.model_name) else None
-        try:
-            self.batch_size = int(batch_size)
-        except (TypeError, ValueError):
-            raise HarnessError(f"{label}: batch_size must be a positive integer, not {batch_size!r}") from None
-        if self.batch_size < 1:
-            raise HarnessError(f"{label}: batch_size must be a positive integer, not {batch_size!r}")
+        self.batch_size = _batch_size(label, batch_size)
         if max_length is not None and (not isinstance(max_length, int) or max_length < 1):
             raise HarnessError(f"{label}: max_length must be a positive integer, not {max_length!r}")
-        p = self.preset
         self.instruction = instruction if instruction is not None else (p.instruction if p else "")
         self._query_prompt, self._doc_prompt = query_prompt, doc_prompt
         self._normalize_arg = normalize
@@ -124,27 +144,8 @@ class DenseEncoder:
         self.dtype = dtype
         self.local_files_only = bool(local_files_only)
         self.show_progress = show_progress
-
-        self.packaged = False
-        self.local_dir = self._locate()
-        self.info: dict[str, Any] = model_info(self.local_dir) if self.local_dir else {}
-        self.query_template, self.doc_template, self.prompt_source = self._templates()
-        self.normalize = self._normalize_default()
-        if self.local_dir is None:
-            if self.local_files_only or hub_offline():
-                raise self._unavailable()
-            self._probe_hub()
-        if p is None and "nv-embed" in self.model_name.lower():
-            log.warning("%s: %s needs its own instruction format; use the nv-embed plugin "
-                        "(--retriever plugin:nv-embed)", label, self.model_name)
-
-        self._model: Any = None
-        self._identity: dict[str, Any] | None = None
-        self._cache: EmbeddingCache | None = None
-        self.dimension: int | None = self.info.get("dimension")  # declared; replaced by what is seen
-        self._dim_seen: int | None = None
-        self.encoded = self.cache_hits = 0
-        self.load_seconds = self.encode_seconds = 0.0
+        self._resolve_model()
+        self._reset_state()
         # a separate query encoder (DPR): the same settings and templates, its own weights and cache
         self.query_encoder: DenseEncoder | None = None
         if self.query_model is not None:
@@ -155,6 +156,32 @@ class DenseEncoder:
                 trust_remote_code=trust_remote_code, padding_side=padding_side, dtype=dtype,
                 local_files_only=local_files_only, show_progress=show_progress, pooling=self.pooling,
                 label=f"{label} (queries)", context=context)
+
+    def _resolve_model(self) -> None:
+        """Find the model on this machine (or check the hub has it), read its info, set the templates and
+        the normalization default."""
+        self.packaged = False
+        self.local_dir = self._locate()
+        self.info: dict[str, Any] = model_info(self.local_dir) if self.local_dir else {}
+        self.query_template, self.doc_template, self.prompt_source = self._templates()
+        self.normalize = self._normalize_default()
+        if self.local_dir is None:
+            if self.local_files_only or hub_offline():
+                raise self._unavailable()
+            self._probe_hub()
+        if self.preset is None and "nv-embed" in self.model_name.lower():
+            log.warning("%s: %s needs its own instruction format; use the nv-embed plugin "
+                        "(--retriever plugin:nv-embed)", self.label, self.model_name)
+
+    def _reset_state(self) -> None:
+        """No model loaded yet, nothing encoded."""
+        self._model: Any = None
+        self._identity: dict[str, Any] | None = None
+        self._cache: EmbeddingCache | None = None
+        self.dimension: int | None = self.info.get("dimension")  # declared; replaced by what is seen
+        self._dim_seen: int | None = None
+        self.encoded = self.cache_hits = 0
+        self.load_seconds = self.encode_seconds = 0.0
 
     # -- resolution -----------------------------------------------------------------------------
     def _locate(self) -> Path | None:

@@ -6,7 +6,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from harness import Context, DataError, Document, Query, Run
+from harness import ComponentContext, Context, DataError, Document, Query, Run
 
 
 class RandomOrder:
@@ -32,7 +32,7 @@ class RankFile:
     the restricted unpickler). Queries of the run missing from the file are an error; the metrics check
     that each ranking is a permutation of the pool."""
 
-    def __init__(self, path: str, context: Context | None = None):
+    def __init__(self, path: str, context: ComponentContext | None = None):
         from .data import read_ranks
 
         data = Context.of(context).data

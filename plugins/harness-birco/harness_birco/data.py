@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness import Context, DataError, Dataset, Document, Qrels, Query, Run
+from harness import ComponentContext, Context, DataError, Dataset, Document, Qrels, Query, Run
 
 from . import TASKS
 from .objectives import OBJECTIVES
@@ -105,7 +105,7 @@ def check_permutation(qid: str, ranking: list[str], pool: dict[str, Any], where:
 
 
 def load_birco(task: str = "arguana", split: str = "test", path: str | None = None,
-               e5: str | None = None, context: Context | None = None) -> Dataset:
+               e5: str | None = None, context: ComponentContext | None = None) -> Dataset:
     """The BIRCO dataset ``task`` (``arguana``, ``clinical-trial``, ``relic``, ``wtb``, ``doris-mae``),
     ``split`` ``test`` (with the E5 order as candidates) or ``dev``. ``path``/``e5`` override the files
     (relative to the data folder unless absolute)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness import Context, Document, Query, Run
+from harness import ComponentContext, Context, Document, Query, Run
 from harness.llm import Item, PointwiseScorer, order_by_scores, user
 
 from . import __version__
@@ -54,7 +54,7 @@ class _Pointwise:
 
     def __init__(self, llm: str | None = None, objective: Any = True, temperature: float | None = None,
                  max_tokens: int | None = None, max_requirements: int = 5, depth: int | None = None,
-                 context: Context | None = None):
+                 context: ComponentContext | None = None):
         self.objective = _flag(objective)
         self.max_requirements = int(max_requirements)
         if self.max_requirements < 1:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness import ComponentContext
 from harness_rankgpt.rankgpt import RankGPT
 
 from . import __version__
@@ -56,8 +57,8 @@ class BircoRankGPT(RankGPT):
                 "windows": "BIRCO: back to front, last window aligned with the top (birco_windows)"}
 
 
-def make_birco_rank(llm: str | None = None, objective: Any = True, context: Any = None, **overrides: Any
-                    ) -> BircoRankGPT:
+def make_birco_rank(llm: str | None = None, objective: Any = True, context: ComponentContext | None = None,
+                    **overrides: Any) -> BircoRankGPT:
     """``birco-rank[:objective=true|false,...]``; any other rankgpt option (``max_words``, ``max_tokens``,
     ``temperature``...) may be given and overrides BIRCO's setting."""
     options: dict[str, Any] = {

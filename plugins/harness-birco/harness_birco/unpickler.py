@@ -222,16 +222,7 @@ class _Reader:
     def container(self, name: str, args: tuple) -> Any:
         """``list(x)``, ``dict()``, ``OrderedDict()``, ``set(x)``, ``bytearray(s, 'latin-1')``..."""
         if name == "bytearray":
-            if not args:
-                return b""
-            if len(args) == 1 and type(args[0]) is bytes:
-                return args[0]
-            if len(args) == 2 and type(args[0]) is str and args[1] in ("latin-1", "latin1"):
-                try:
-                    return args[0].encode("latin-1")
-                except UnicodeEncodeError:
-                    raise self.fail("refused bytearray arguments: not latin-1 text") from None
-            raise self.fail("refused bytearray arguments: expected (), (bytes,) or (str, 'latin-1')")
+            return self.bytearray_of(args)
         if len(args) > 1:
             raise self.fail(f"refused {name} arguments: expected at most one")
         src = args[0] if args else ()
@@ -246,6 +237,23 @@ class _Reader:
         if name in ("set", "frozenset"):
             items = {self.key(x, "set item") for x in src}
             return items if name == "set" else frozenset(items)
+        return self.mapping_of(name, src)
+
+    def bytearray_of(self, args: tuple) -> bytes:
+        """``bytearray()``, ``bytearray(b)``, ``bytearray(s, 'latin-1')``, as bytes."""
+        if not args:
+            return b""
+        if len(args) == 1 and type(args[0]) is bytes:
+            return args[0]
+        if len(args) == 2 and type(args[0]) is str and args[1] in ("latin-1", "latin1"):
+            try:
+                return args[0].encode("latin-1")
+            except UnicodeEncodeError:
+                raise self.fail("refused bytearray arguments: not latin-1 text") from None
+        raise self.fail("refused bytearray arguments: expected (), (bytes,) or (str, 'latin-1')")
+
+    def mapping_of(self, name: str, src: Any) -> dict:
+        """``dict(src)`` / ``OrderedDict(src)`` of a dict or of (key, value) pairs, keys checked."""
         out: dict = {}  # dict, OrderedDict
         if type(src) is dict:
             out.update(src)
@@ -273,7 +281,9 @@ class _Reader:
         _Walk(self).visit(result, 1)
         return result
 
-    def step(self, name: str, arg: Any) -> None:
+    # the opcode dispatch: one flat branch per opcode family, read top to bottom against pickletools'
+    # opcode table; split up, the mapping from opcode to effect would be harder to audit
+    def step(self, name: str, arg: Any) -> None:  # noqa: C901
         """Apply one opcode (one branch per opcode family)."""
         push = self.stack.append
         if name in _IGNORED:

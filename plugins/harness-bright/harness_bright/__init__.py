@@ -9,7 +9,7 @@ them before the top-1,000 cut. Importing this module is light (no data read, no 
 
 from __future__ import annotations
 
-from harness import hookimpl
+from harness import ComponentContext, hookimpl
 
 from .instructions import CONCATENATED, FAMILIES, instruction, instruction_table
 from .tasks import HUB_REPO, LONG_SPLITS, METRICS, REASONING, REVISION, SPLITS, bright_task, suite_task
@@ -20,7 +20,7 @@ __all__ = ["CONCATENATED", "FAMILIES", "HUB_REPO", "LONG_SPLITS", "METRICS", "RE
            "bright_task", "instruction", "instruction_table", "suite_task"]
 
 
-def _load_dataset(context=None, **kwargs):
+def _load_dataset(context: ComponentContext | None = None, **kwargs):
     from .data import load_bright_dataset
 
     return load_bright_dataset(context=context, **kwargs)

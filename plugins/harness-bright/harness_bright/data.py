@@ -13,7 +13,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from harness import Context, DataError, Dataset, Document, HarnessError, Qrels, Query, Task
+from harness import ComponentContext, Context, DataError, Dataset, Document, HarnessError, Qrels, Query, Task
 from harness.formats import as_id, iter_parquet
 
 from .instructions import instruction
@@ -79,7 +79,7 @@ def _check_parquet() -> None:
 
 
 def load_bright_dataset(task: Any = None, query: Any = "examples", documents: Any = "short",
-                        instructions: Any = "none", context: Context | None = None) -> Dataset:
+                        instructions: Any = "none", context: ComponentContext | None = None) -> Dataset:
     """One BRIGHT setting: ``task`` (a split), ``query`` (``examples`` or a ``*_reason`` config),
     ``documents`` (``short``, or ``long`` for the 7 StackExchange splits and pony), ``instructions``
     (``none`` or a family whose official instruction is prepended to each query, e.g. ``e5``). Its two

@@ -13,7 +13,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from harness import Context, DataError, Dataset, Qrels, Query, Run, load_dataset
+from harness import ComponentContext, Context, DataError, Dataset, Qrels, Query, Run, load_dataset
 
 MODES = ("og", "changed")
 SUFFIX = MappingProxyType({"og": "-og", "changed": "-changed"})
@@ -65,7 +65,7 @@ def load_followir_dataset(
     repo: str | None = None,
     revision: str | None = None,
     name: str | None = None,
-    context: Context | None = None,
+    context: ComponentContext | None = None,
     **kwargs: Any,
 ) -> Dataset:
     """``task=robust04|news21|core17`` (the pinned release), or any FollowIR-layout ``repo`` at a full

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from harness import hookimpl
+from harness import ComponentContext, hookimpl
 
 __version__ = "0.1.0"
 
@@ -56,7 +56,7 @@ def mteb_block(subset: str) -> dict[str, Any]:
 
 
 def load_dataset(subset: str = "fiqa", path: str | None = None, levels: Any = None, name: str | None = None,
-                 context: Any = None, revision: str | None = None) -> Any:
+                 context: ComponentContext | None = None, revision: str | None = None) -> Any:
     """Factory of the ``ifir`` datasets (see :func:`harness_ifir.data.load_ifir`)."""
     from .data import load_ifir
 
@@ -64,14 +64,15 @@ def load_dataset(subset: str = "fiqa", path: str | None = None, levels: Any = No
 
 
 def _dataset_factory(subset: str):
-    def factory(path: str | None = None, levels: Any = None, context: Any = None, revision: str | None = None) -> Any:
+    def factory(path: str | None = None, levels: Any = None, context: ComponentContext | None = None,
+                revision: str | None = None) -> Any:
         return load_dataset(subset, path=path, levels=levels, context=context, revision=revision)
 
     factory.__name__ = factory.__qualname__ = f"load_ifir_{subset}"
     return factory
 
 
-def make_task(subset: str, context: Any = None, revision: str | None = None) -> Any:
+def make_task(subset: str, context: ComponentContext | None = None, revision: str | None = None) -> Any:
     """The task ``ifir:<subset>``; its ``files`` are the subset's hub files (``songtingyu/IFIR`` at the
     pinned commit, or ``revision``) while the subset's folder in the data folder lacks them."""
     from harness import Context, Task
@@ -105,7 +106,7 @@ def make_suite(revision: str | None = None) -> Any:
                 source="harness-ifir")
 
 
-def instfol_judge(context: Any = None, **options: Any) -> Any:
+def instfol_judge(context: ComponentContext | None = None, **options: Any) -> Any:
     """Factory of the ``instfol`` judge (:class:`harness_ifir.judge.InstfolJudge`)."""
     from .judge import InstfolJudge
 
@@ -127,7 +128,7 @@ def register_datasets(register):
 
 
 def _task_factory(subset: str):
-    def factory(context: Any = None, revision: str | None = None) -> Any:
+    def factory(context: ComponentContext | None = None, revision: str | None = None) -> Any:
         return make_task(subset, context=context, revision=revision)
 
     factory.__name__ = factory.__qualname__ = f"ifir_task_{subset}"

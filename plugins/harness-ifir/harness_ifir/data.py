@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness import Context, DataError, DataFile, DataFolder, Dataset, Document, Qrels, Query
+from harness import ComponentContext, Context, DataError, DataFile, DataFolder, Dataset, Document, Qrels, Query
 from harness.formats import iter_lines, open_text
 
 MODES = ("query", "instructed")
@@ -175,7 +175,7 @@ def read_test_data(path: Path, subset: str, levels: set[int] | None = None
 
 
 def load_ifir(subset: str, path: str | None = None, levels: Any = None, name: str | None = None,
-              context: Context | None = None, revision: str | None = None) -> Dataset:
+              context: ComponentContext | None = None, revision: str | None = None) -> Dataset:
     """Load one IFIR-EVAL subset (``levels``: e.g. ``3`` or ``"2,3"`` keeps those levels only;
     ``revision``: the folder of that hub snapshot, ``ifir/<subset>@<revision>``, when ``path`` is not given)."""
     data = Context.of(context).data

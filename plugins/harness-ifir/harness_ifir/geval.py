@@ -39,40 +39,51 @@ class Parsed:
 def parse_reply(text: str, max_score: int = 3) -> Parsed:
     """The integer score and reason of a reply; ``score=None`` when there is none (see module doc)."""
     m = SCORE_RE.search(text or "")
-    i = (text or "").find("{")
-    value: Any = None
-    reason = ""
-    how = "no-json"
-    if i >= 0:
-        j = text.rfind("}")
-        frag = text[i:j + 1] if j > i else text[i:] + "}"
-        try:
-            obj = json.loads(frag)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict):
-            how = "json" if "score" in obj else "no-score"
-            value, reason = obj.get("score"), str(obj.get("reason", ""))
+    value, reason, how = _json_score(text)
     if value is None and m is not None:
         value, how = m.group(1), "regex"
     if value is None:
         return Parsed(None, reason, how)
-    if isinstance(value, bool):
+    score = _integer(value)
+    if score is None:
         return Parsed(None, reason, "non-integer")
+    if not 0 <= score <= max_score:
+        return Parsed(None, reason, "out-of-range")
+    return Parsed(score, reason, how, m.start(1) if m is not None else None)
+
+
+def _json_score(text: str) -> tuple[Any, str, str]:
+    """``(score, reason, how)`` from the JSON object in a reply (from its first ``{`` to its last ``}``, closed
+    when unclosed); ``how`` is "json", "no-score" (an object without a score) or "no-json"."""
+    i = (text or "").find("{")
+    if i < 0:
+        return None, "", "no-json"
+    j = text.rfind("}")
+    frag = text[i:j + 1] if j > i else text[i:] + "}"
+    try:
+        obj = json.loads(frag)
+    except ValueError:
+        obj = None
+    if not isinstance(obj, dict):
+        return None, "", "no-json"
+    return obj.get("score"), str(obj.get("reason", "")), "json" if "score" in obj else "no-score"
+
+
+def _integer(value: Any) -> int | None:
+    """A score value as an integer: an int, an integral float, or a string of one; None for anything else
+    (booleans included)."""
+    if isinstance(value, bool):
+        return None
     if isinstance(value, str):
         try:
             value = float(value)
         except ValueError:
-            return Parsed(None, reason, "non-integer")
+            return None
     if isinstance(value, float):
         if not value.is_integer():
-            return Parsed(None, reason, "non-integer")
+            return None
         value = int(value)
-    if not isinstance(value, int):
-        return Parsed(None, reason, "non-integer")
-    if not 0 <= value <= max_score:
-        return Parsed(None, reason, "out-of-range")
-    return Parsed(value, reason, how, m.start(1) if m is not None else None)
+    return value if isinstance(value, int) else None
 
 
 def _token_text(tok: Any) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness import Context, Document, Judgment, Judgments, Query, Run
+from harness import ComponentContext, Context, Document, Judgment, Judgments, Query, Run
 from harness.llm import Item, PointwiseScorer
 
 from . import __version__
@@ -58,7 +58,7 @@ class InstfolJudge:
                  temperature: float | None = None, top_p: float | None = 0.7, top_logprobs: int | None = None,
                  min_prob: float = 0.01,
                  max_score: int = 3, max_chars: int | None = None, max_tokens: int | None = None,
-                 context: Context | None = None):
+                 context: ComponentContext | None = None):
         self.depth, self.min_prob = int(depth), float(min_prob)
         self.max_score, self.max_chars = int(max_score), max_chars
         self.templates = TemplateSet(prompts, prompt)

@@ -81,20 +81,31 @@ class Instfol:
                   file=sys.stderr, flush=True)
             return MetricResult({})
         jb, jt = jb or {}, jt or {}
+        groups, dropped, skipped = self._groups(inp, jb, jt)
+        per_query, values = self._level_values(groups)
+        details = {f"{self.key}_queries": float(sum(len(v) for v in groups.values())),
+                   f"{self.key}_queries_skipped": float(skipped), f"{self.key}_positions_dropped": float(dropped)}
+        notes = {self.key: self._why_none(jb, jt, skipped=skipped)} if not values else {}
+        return MetricResult(self._aggregate(values), per_query, details=details, notes=notes)
+
+    def _scores(self, judgments: Any, run: Any, qid: str) -> list[float | None]:
+        """The judged scores of a query's top ``cutoff`` documents (None where unjudged)."""
+        out = []
+        for d in run.doc_ids(qid)[: self.cutoff] if qid in run else []:
+            j = judgments.get((qid, d))
+            out.append(None if j is None else j.score)
+        return out
+
+    def _groups(self, inp: MetricInput, jb: Any, jt: Any
+                ) -> tuple[dict[Any, list[tuple[str, list[float], list[float]]]], int, int]:
+        """The target run's queries with paired scores, grouped by level; also the number of positions dropped
+        (judged in one mode only) and of queries skipped (no pair left)."""
         rb, rt = inp.runs[self.base], inp.runs[self.target]
         qmeta = inp.dataset.queries.get(self.target, {})
-
-        def scores(judgments, run, qid):
-            out = []
-            for d in run.doc_ids(qid)[: self.cutoff] if qid in run else []:
-                j = judgments.get((qid, d))
-                out.append(None if j is None else j.score)
-            return out
-
         groups: dict[Any, list[tuple[str, list[float], list[float]]]] = {}
         dropped = skipped = 0
         for qid in rt:
-            sq, si, n = paired_scores(scores(jb, rb, qid), scores(jt, rt, qid))
+            sq, si, n = paired_scores(self._scores(jb, rb, qid), self._scores(jt, rt, qid))
             dropped += n
             if not sq:
                 skipped += 1
@@ -102,7 +113,12 @@ class Instfol:
             q = qmeta.get(qid)
             level = q.meta.get("level") if q is not None else None
             groups.setdefault(level or None, []).append((qid, sq, si))
+        return groups, dropped, skipped
 
+    def _level_values(self, groups: dict[Any, list[tuple[str, list[float], list[float]]]]
+                      ) -> tuple[dict[str, dict[str, float]], dict[Any, float]]:
+        """Per-query INSTFOL (x100) and each level's value: the mean of its queries' ratios, or (pooled) the
+        ratio of its pooled means."""
         per_query: dict[str, dict[str, float]] = {}
         values: dict[Any, float] = {}
         for level, items in groups.items():
@@ -117,6 +133,10 @@ class Instfol:
                 values[level] = 100.0 * instfol_ratio(sum(alli) / len(alli), sum(allq) / len(allq), self.max_score)
             else:
                 values[level] = 100.0 * sum(ratios) / len(ratios)
+        return per_query, values
+
+    def _aggregate(self, values: dict[Any, float]) -> dict[str, float]:
+        """One value per level (``_L<level>``; unleveled queries as ``_L0`` beside leveled ones) and their mean."""
         agg: dict[str, float] = {}
         leveled = sorted(lv for lv in values if lv is not None)
         for lv in leveled:
@@ -124,10 +144,7 @@ class Instfol:
         if None in values and leveled:
             agg[f"{self.key}_L0"] = values[None]
         agg[self.key] = sum(values.values()) / len(values) if values else float("nan")
-        details = {f"{self.key}_queries": float(sum(len(v) for v in groups.values())),
-                   f"{self.key}_queries_skipped": float(skipped), f"{self.key}_positions_dropped": float(dropped)}
-        notes = {self.key: self._why_none(jb, jt, skipped=skipped)} if not values else {}
-        return MetricResult(agg, per_query, details=details, notes=notes)
+        return agg
 
     @staticmethod
     def _why_none(*judgment_sets: Any, skipped: int = 0) -> str:

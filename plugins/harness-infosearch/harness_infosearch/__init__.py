@@ -11,7 +11,7 @@ Importing this module is light (no model library, no data read).
 
 from __future__ import annotations
 
-from harness import hookimpl
+from harness import ComponentContext, hookimpl
 
 from .dimensions import (
     BUILTIN_DIMENSIONS,
@@ -36,14 +36,14 @@ __all__ = [
 ]
 
 
-def _load_dataset(context=None, **kwargs):
+def _load_dataset(context: ComponentContext | None = None, **kwargs):
     from .data import load_infosearch_dataset
 
     return load_infosearch_dataset(context=context, **kwargs)
 
 
 def _dimension_dataset(dim: Dimension):
-    def factory(context=None, revision: str | None = None, **kwargs):
+    def factory(context: ComponentContext | None = None, revision: str | None = None, **kwargs):
         from .data import load_infosearch_dataset
 
         d = dim.at_revision(revision)

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness import Context, DataError, Dataset, Document, Qrels, Query, Run
+from harness import ComponentContext, Context, DataError, Dataset, Document, Qrels, Query, Run
 from harness.formats import as_id, iter_jsonl_objects, iter_parquet, read_beir_qrels, read_corpus, read_queries
 
 from .layout import MODES, qrels_files, shards
@@ -50,7 +50,7 @@ def load_infosearch_dataset(
     path: str | os.PathLike[str] = "infosearch/Language-v1",
     name: str | None = None,
     split: str = "test",
-    context: Context | None = None,
+    context: ComponentContext | None = None,
     repo: str | None = None,
     revision: str | None = None,
 ) -> Dataset:
@@ -71,61 +71,9 @@ def load_infosearch_dataset(
         raise DataError(f"an InfoSearch dataset is a folder (corpus.jsonl, queries.jsonl, qrels_og/...): {folder}")
     label = name or folder.name
     files: list[Path] = []
-
-    def need(found: list[Path], what: str) -> list[Path]:
-        if not found:
-            raise DataError(f"{folder}: no {what} table (looked for {what}.jsonl, .jsonl.gz, .parquet, "
-                            f"{what}/*.parquet)")
-        files.extend(found)
-        return found
-
-    corpus: dict[str, Document] = {}
-    for p in need(shards(folder, "corpus"), "corpus"):
-        corpus.update(read_corpus(p))
-    raw_queries: dict[str, Query] = {}
-    for p in need(shards(folder, "queries"), "queries"):
-        raw_queries.update(read_queries(p))
-    qrels: dict[str, Qrels] = {}
-    for mode in MODES:
-        merged = Qrels()
-        for p in need(qrels_files(folder, mode, split), f"qrels_{mode}/{split}"):
-            for q, docs in read_beir_qrels(p).items():
-                for d, g in docs.items():
-                    merged.add(q, d, g)
-        qrels[mode] = merged
-
-    judged = {q for r in qrels.values() for q in r}
-    ids = [q for q in raw_queries if q in judged] or list(raw_queries)
-    if not ids:
-        raise DataError(f"{folder}: the query set is empty")
-    queries: dict[str, dict[str, Query]] = {m: {} for m in MODES}
-    for qid in ids:
-        q = raw_queries[qid]
-        missing = [f for f in _INSTRUCTION_FIELDS[1:] if f not in q.meta]
-        if missing:
-            raise DataError(f"query {qid!r} lacks {', '.join(missing)} (an InfoSearch query has "
-                            f"{', '.join(_INSTRUCTION_FIELDS)})", files[1])
-        meta: dict[str, Any] = {k: v for k, v in q.meta.items() if k not in _INSTRUCTION_FIELDS}
-        meta.setdefault("group", q.text)
-        meta["dimension"] = label
-        for mode in MODES:
-            if mode == "og":
-                instruction = q.meta.get("instruction_og") or q.instruction
-            else:
-                instruction = q.meta[f"instruction_{mode}"]
-            queries[mode][qid] = Query(qid, q.text, str(instruction or ""), dict(meta))
-
-    candidates = None
-    top = shards(folder, "top_ranked")
-    if top:
-        files.extend(top)
-        order: dict[str, list[str]] = {}
-        for p in top:
-            for q, pids in read_top_ranked(p).items():
-                order.setdefault(q, []).extend(pids)
-        cand = Run.from_order({q: v for q, v in order.items() if q in queries["og"]})
-        candidates = {m: Run(dict(cand.items())) for m in MODES}
-
+    corpus, raw_queries, qrels, sources = _read_tables(folder, split, files)
+    queries = _mode_queries(folder, raw_queries, qrels, label, sources)
+    candidates = _candidates(folder, queries["og"], files)
     ds = Dataset(
         name=label,
         corpus=corpus,
@@ -138,3 +86,77 @@ def load_infosearch_dataset(
     )
     ds.meta["unknown_ids"] = ds.validate()
     return ds
+
+
+def _need(folder: Path, found: list[Path], what: str, files: list[Path]) -> list[Path]:
+    """The files of a table, added to ``files``; none is an error."""
+    if not found:
+        raise DataError(f"{folder}: no {what} table (looked for {what}.jsonl, .jsonl.gz, .parquet, "
+                        f"{what}/*.parquet)")
+    files.extend(found)
+    return found
+
+
+def _read_tables(folder: Path, split: str, files: list[Path]
+                 ) -> tuple[dict[str, Document], dict[str, Query], dict[str, Qrels], dict[str, Path]]:
+    """The corpus, the raw queries, each mode's qrels of ``split`` and the file each query came from,
+    their files added to ``files``."""
+    corpus: dict[str, Document] = {}
+    for p in _need(folder, shards(folder, "corpus"), "corpus", files):
+        corpus.update(read_corpus(p))
+    raw_queries: dict[str, Query] = {}
+    sources: dict[str, Path] = {}
+    for p in _need(folder, shards(folder, "queries"), "queries", files):
+        shard = read_queries(p)
+        raw_queries.update(shard)
+        sources.update(dict.fromkeys(shard, p))
+    qrels: dict[str, Qrels] = {}
+    for mode in MODES:
+        merged = Qrels()
+        for p in _need(folder, qrels_files(folder, mode, split), f"qrels_{mode}/{split}", files):
+            for q, docs in read_beir_qrels(p).items():
+                for d, g in docs.items():
+                    merged.add(q, d, g)
+        qrels[mode] = merged
+    return corpus, raw_queries, qrels, sources
+
+
+def _mode_queries(folder: Path, raw_queries: dict[str, Query], qrels: dict[str, Qrels], label: str,
+                  sources: dict[str, Path]) -> dict[str, dict[str, Query]]:
+    """Each mode's queries: the judged ones (all when none is judged), each with that mode's instruction;
+    a query lacking an instruction field is an error naming the file it came from (``sources``)."""
+    judged = {q for r in qrels.values() for q in r}
+    ids = [q for q in raw_queries if q in judged] or list(raw_queries)
+    if not ids:
+        raise DataError(f"{folder}: the query set is empty")
+    queries: dict[str, dict[str, Query]] = {m: {} for m in MODES}
+    for qid in ids:
+        q = raw_queries[qid]
+        missing = [f for f in _INSTRUCTION_FIELDS[1:] if f not in q.meta]
+        if missing:
+            raise DataError(f"query {qid!r} lacks {', '.join(missing)} (an InfoSearch query has "
+                            f"{', '.join(_INSTRUCTION_FIELDS)})", sources[qid])
+        meta: dict[str, Any] = {k: v for k, v in q.meta.items() if k not in _INSTRUCTION_FIELDS}
+        meta.setdefault("group", q.text)
+        meta["dimension"] = label
+        for mode in MODES:
+            if mode == "og":
+                instruction = q.meta.get("instruction_og") or q.instruction
+            else:
+                instruction = q.meta[f"instruction_{mode}"]
+            queries[mode][qid] = Query(qid, q.text, str(instruction or ""), dict(meta))
+    return queries
+
+
+def _candidates(folder: Path, og_queries: dict[str, Query], files: list[Path]) -> dict[str, Run] | None:
+    """Every mode's candidate list from ``top_ranked`` (its files added to ``files``), or None without it."""
+    top = shards(folder, "top_ranked")
+    if not top:
+        return None
+    files.extend(top)
+    order: dict[str, list[str]] = {}
+    for p in top:
+        for q, pids in read_top_ranked(p).items():
+            order.setdefault(q, []).extend(pids)
+    cand = Run.from_order({q: v for q, v in order.items() if q in og_queries})
+    return {m: Run(dict(cand.items())) for m in MODES}

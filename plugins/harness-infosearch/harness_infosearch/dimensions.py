@@ -16,7 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from harness import Context, DataError, DataFile, Task
+from harness import ComponentContext, Context, DataError, DataFile, Task
 
 from .layout import has_tables
 from .table1 import TABLE1
@@ -130,7 +130,7 @@ class Dimension:
                          url=HUB_URL.format(repo=self.hub_repo, revision=revision, file=f))
                 for f in HUB_FILES]
 
-    def task(self, context: Context | None = None) -> Task:
+    def task(self, context: ComponentContext | None = None) -> Task:
         """The task; its ``files`` are the hub files only while the folder (in the context's data
         folder) lacks a complete set of tables (JSONL or Parquet), so a local Parquet export is never
         overwritten by a download."""
@@ -178,7 +178,7 @@ def register_dimension(register: Callable[..., Any], dimension: Dimension) -> No
     if not dimension.name or ":" in dimension.name:
         raise ValueError(f"a dimension name must be non-empty and contain no ':' (got {dimension.name!r})")
 
-    def factory(context: Context | None = None, revision: str | None = None) -> Task:
+    def factory(context: ComponentContext | None = None, revision: str | None = None) -> Task:
         return dimension.at_revision(revision).task(context)
 
     factory.dimension = dimension  # type: ignore[attr-defined]
@@ -197,7 +197,7 @@ def registered_dimensions(registry: Any) -> list[Dimension]:
     return [found[n] for n in order]
 
 
-def suite_task(context: Context | None = None) -> Task:
+def suite_task(context: ComponentContext | None = None) -> Task:
     """The ``infosearch`` suite over every dimension the evaluation's registry holds."""
     dims = registered_dimensions(Context.of(context).registry)
     return Task(

@@ -249,3 +249,24 @@ def test_cli_eval_and_table1_row(tmp_path):
     assert header.split()[:3] == ["nDCG", "Ori", "nDCG"] and "R_rev" in header
     assert row.startswith("bm25 | infosearch:language")
     print(table.stdout)
+
+
+def test_a_query_without_its_instructions_names_its_own_file(tmp_path):
+    """With the corpus in two shards, the error still names the queries file (not the second shard)."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    from harness.formats import iter_jsonl_objects
+
+    rows = [o for _, o in iter_jsonl_objects(LANG / "corpus.jsonl")]
+    (tmp_path / "corpus").mkdir()
+    for i, part in enumerate((rows[:4], rows[4:])):
+        pq.write_table(pa.Table.from_pylist(part), tmp_path / "corpus" / f"test-0000{i}-of-00002.parquet")
+    for mode in ("og", "changed", "reversed"):
+        shutil.copytree(LANG / f"qrels_{mode}", tmp_path / f"qrels_{mode}")
+    queries = [o for _, o in iter_jsonl_objects(LANG / "queries.jsonl")]
+    del queries[0]["instruction_changed"]
+    (tmp_path / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries), encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        load_infosearch_dataset(tmp_path)
+    assert "lacks instruction_changed" in str(err.value)
+    assert "queries.jsonl" in str(err.value) and "corpus" not in str(err.value)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness import hookimpl
+from harness import ComponentContext, hookimpl
 from harness.retrievers.dense import Preset, render
 
 __version__ = "0.1.0"
@@ -73,7 +73,7 @@ def nv_embed_retriever(
     instruction: str | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_length: int = MAX_LENGTH,
-    context: Any = None,
+    context: ComponentContext | None = None,
     **options: Any,
 ) -> Any:
     """A ``DenseRetriever`` with NV-Embed-v2's format. ``options``: any other ``dense`` option
@@ -90,7 +90,7 @@ def nv_embed_reranker(
     instruction: str | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_length: int = MAX_LENGTH,
-    context: Any = None,
+    context: ComponentContext | None = None,
     **options: Any,
 ) -> Any:
     """A ``DenseReranker`` with NV-Embed-v2's format (re-scores each candidate list)."""

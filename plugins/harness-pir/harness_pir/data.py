@@ -24,7 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from harness import Context, DataError, Dataset, Document, Qrels, Query
+from harness import ComponentContext, Context, DataError, Dataset, Document, Qrels, Query
 
 PERSPECTIVE_MODE = "default"
 ROOT_MODE = "root"
@@ -119,7 +119,7 @@ def load_demo_dataset(
     path: str | os.PathLike[str] = "pir/demo_pir_dataset.json",
     root_queries: bool = True,
     name: str | None = None,
-    context: Context | None = None,
+    context: ComponentContext | None = None,
 ) -> Dataset:
     """One task of the demo release ``{task: {corpus, queries, source_queries, perspectives, key_ref,
     query_labels}}``: documents and queries are keyed by their list index (``"0"``, ``"1"``, ...),
@@ -180,7 +180,7 @@ def load_beir_dataset(
     split: str = "test",
     root_queries: bool = True,
     name: str | None = None,
-    context: Context | None = None,
+    context: ComponentContext | None = None,
 ) -> Dataset:
     """The hub release (``trumancai/perspective-information-retrieval-<task>``) as a BEIR folder:
     ``corpus.jsonl``, ``queries.jsonl`` (``meta``: JSON with ``src_query`` and ``perspective``) and

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from harness import Context, Document, HarnessError, Query, Run
+from harness import ComponentContext, Context, Document, HarnessError, Query, Run
 
 METHODS = ("pap", "pap+", "add", "concat", "cast", "cast+", "dual-sum", "tri-sum", "none")
 PERSPECTIVE_MODES = ("auto", "text", "diff")
@@ -218,7 +218,7 @@ class PAPRetriever:
 
 
 def make_pap(base: str = "dense", method: str = "pap", sign: float = -1.0, perspective: str = "auto",
-             block_size: int = 256, context: Context | None = None, **base_args: Any) -> PAPRetriever:
+             block_size: int = 256, context: ComponentContext | None = None, **base_args: Any) -> PAPRetriever:
     """``pap:base=SPEC[,method=...,sign=-1,perspective=auto|text|diff][,<any base option>]``.
 
     ``base`` is a retriever spec (``dense``, ``dense:model=x`` when it is the only argument, or quoted:
@@ -236,7 +236,7 @@ def make_pap(base: str = "dense", method: str = "pap", sign: float = -1.0, persp
                         block_size=block_size)
 
 
-def make_pap_plus(context: Context | None = None, **kwargs: Any) -> PAPRetriever:
+def make_pap_plus(context: ComponentContext | None = None, **kwargs: Any) -> PAPRetriever:
     """``pap+:base=...``: PAP+ (query and documents projected)."""
     if kwargs.get("method", "pap+") != "pap+":
         raise HarnessError("pap+: method is fixed; use pap:method=... for the other methods")

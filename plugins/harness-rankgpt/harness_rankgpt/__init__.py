@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness import hookimpl
+from harness import ComponentContext, hookimpl
 
 __version__ = "0.1.0"
 
 
-def make_rankgpt(context: Any = None, **options: Any) -> Any:
+def make_rankgpt(context: ComponentContext | None = None, **options: Any) -> Any:
     """Factory of the ``rankgpt`` reranker (see :class:`harness_rankgpt.rankgpt.RankGPT`); ``context``
     is the evaluation's (its LLM session)."""
     from .rankgpt import RankGPT
@@ -25,7 +25,7 @@ def make_rankgpt(context: Any = None, **options: Any) -> Any:
     return RankGPT(context=context, **options)
 
 
-def make_relevance_generation(context: Any = None, **options: Any) -> Any:
+def make_relevance_generation(context: ComponentContext | None = None, **options: Any) -> Any:
     """Factory of the ``relevance-generation`` reranker (:class:`harness_rankgpt.relevance.RelevanceGeneration`)."""
     from .relevance import RelevanceGeneration
 

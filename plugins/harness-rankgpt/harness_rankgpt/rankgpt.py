@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from harness import Context, Document, Query, Run
+from harness import ComponentContext, Context, Document, Query, Run
 
 from . import __version__
 from .parsing import parse_permutation, windows
@@ -68,7 +68,7 @@ class RankGPT:
         max_tokens: int | None = None,
         parser: str = "digits",
         shuffle: int | None = None,
-        context: Context | None = None,
+        context: ComponentContext | None = None,
     ):
         if window < 1 or step < 1 or depth < 1 or passes < 1:
             raise ValueError("rankgpt: window, step, depth and passes must be >= 1")

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness import Context, Document, Query, Run
+from harness import ComponentContext, Context, Document, Query, Run
 from harness.llm import Item, PointwiseScorer, order_by_scores
 
 from . import __version__
@@ -62,7 +62,7 @@ class RelevanceGeneration:
 
     def __init__(self, llm: str | None = None, depth: int = 100, shots: int = 4, top_logprobs: int | None = None,
                  max_tokens: int | None = None, max_words: int | None = 300, query: str = "formed",
-                 context: Context | None = None):
+                 context: ComponentContext | None = None):
         if query not in ("formed", "raw"):
             raise ValueError(f"relevance-generation: query must be 'formed' or 'raw', got {query!r}")
         self.depth, self.shots = int(depth), int(shots)

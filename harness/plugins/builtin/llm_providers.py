@@ -1,10 +1,9 @@
-"""Built-in LLM providers, registered through the ``register_llm_providers`` hook like any plugin's.
-Factories are lazy: no SDK is imported until a provider is created and called."""
+"""Built-in LLM providers. No SDK is imported until a provider is created and called."""
 
 from __future__ import annotations
 
-from harness.plugins.builtin import lazy
 from harness.plugins.hookspecs import hookimpl
+from harness.plugins.lazy import lazy
 
 
 @hookimpl

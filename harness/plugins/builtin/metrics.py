@@ -1,0 +1,14 @@
+"""Built-in metrics: one per standard measure family (``harness.metrics.names``)."""
+
+from __future__ import annotations
+
+from harness.plugins.hookspecs import hookimpl
+from harness.plugins.lazy import lazy
+
+
+@hookimpl
+def register_metrics(register):
+    from harness.metrics.names import STANDARD_FAMILIES
+
+    for name, description in STANDARD_FAMILIES.items():
+        register(name, lazy("harness.metrics.standard:StandardMetric"), description)

@@ -1,0 +1,26 @@
+"""Built-in rerankers."""
+
+from __future__ import annotations
+
+from harness.plugins.hookspecs import hookimpl
+from harness.plugins.lazy import lazy
+
+
+@hookimpl
+def register_rerankers(register):
+    register("dense", lazy("harness.retrievers.dense.retriever:DenseReranker"),
+             "Re-score each candidate list with a sentence-transformers bi-encoder")
+    register("cross-encoder", lazy("harness.rerankers.cross_encoder:CrossEncoderReranker"),
+             "sentence-transformers CrossEncoder (ms-marco MiniLM, mMARCO, bge-reranker); preset=monobert")
+    register("monot5", lazy("harness.rerankers.monot5:MonoT5Reranker"),
+             "monoT5 as pygaggle runs it: log-softmax over true/false at the first decoding step")
+    register("tart", lazy("harness.rerankers.tart:TartReranker"),
+             "TART-full (facebook/tart-full-flan-t5-xl): '{instruction} [SEP] {query}' + document, P(positive label)")
+    register("rankllama", lazy("harness.rerankers.rankllama:RankLlamaReranker"),
+             "RankLLaMA (castorini/rankllama-v1-7b-lora-passage): LoRA via peft, logit of the last token")
+    register("true-false", lazy("harness.rerankers.true_false:true_false"),
+             "InfoSearch's pointwise LLM rerankers (template=llama|mistral|followir): P(true); llm= or model=")
+    register("openai-embeddings", lazy("harness.apimodels.embeddings:OpenAIEmbeddingsReranker"),
+             "Re-score each candidate list by similarity through a /v1/embeddings API")
+    register("rerank-api", lazy("harness.apimodels.rerank:RerankAPIReranker"),
+             "A Cohere-style rerank API (Cohere, Jina, Voyage, TEI, vLLM, llama.cpp --reranking, Infinity)")

@@ -1,0 +1,18 @@
+"""Built-in first-stage retrievers."""
+
+from __future__ import annotations
+
+from harness.plugins.hookspecs import hookimpl
+from harness.plugins.lazy import lazy
+
+
+@hookimpl
+def register_retrievers(register):
+    register("bm25", lazy("harness.retrievers.bm25:BM25Retriever"),
+             "BM25Okapi (scores identical to rank-bm25) on a sparse index")
+    register("dense", lazy("harness.retrievers.dense.retriever:DenseRetriever"),
+             "sentence-transformers bi-encoder; default all-MiniLM-L6-v2 (packaged weights); presets")
+    register("candidates", lazy("harness.retrievers.candidates:CandidatesRetriever"),
+             "The dataset's given candidate lists (re-ranking setting)")
+    register("openai-embeddings", lazy("harness.apimodels.embeddings:OpenAIEmbeddingsRetriever"),
+             "Any /v1/embeddings API (OpenAI text-embedding-3-*, vLLM, TEI, Ollama, llama.cpp) through the LLM layer")
