@@ -156,8 +156,9 @@ def test_a_hung_endpoint_fails_a_call_within_its_budget(tmp_path):
                    retry=RetryPolicy(max_attempts=6, initial_wait=0.05, jitter=0.0, budget=1.0))
         with pytest.raises(LLMTimeout) as info:
             c.chat("anything")
-        # read timeout 0.3 s, budget 1 s: at most 3 attempts fit, and the message says why it stopped
-        assert 2 <= srv.requests_total <= 3
+        # read timeout 0.3 s, budget 1 s: attempts start at >= 0, 0.35 and 0.75 s, so at most 3 fit however
+        # slow the machine (a loaded one may fit fewer); the message says why it stopped
+        assert 1 <= srv.requests_total <= 3
         assert "time budget is 1 s" in str(info.value) and "no reply within" in str(info.value)
         out = c.map(["a", "b", "c"])  # the endpoint is out: nothing more is sent
         assert all(isinstance(r, EndpointUnavailable) for r in out) and srv.requests_total <= 3
