@@ -19,26 +19,17 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
+
+from loopback import start_server
 
 from harness.llm import Item, LLMSession, LLMSettings, PointwiseScorer, system, user
 
 WORDS = ("retrieval evaluation passage query relevance argument counter claim evidence study result method "
          "model ranking score instruction objective document corpus judge metric benchmark").split()
 
-
-def start_server() -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "harness.testing.llm_server", "--port", "0", "--reply", "SCORE: 7"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = proc.stdout.readline()
-    if not line.startswith("listening on "):
-        proc.kill()
-        raise RuntimeError(f"test server did not start: {line!r}")
-    return proc, line.split()[-1]
 
 
 def server_stats(url: str) -> dict:
@@ -84,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     a = p.parse_args(argv)
     items = workload(a.requests)
-    proc, url = start_server()
+    proc, url = start_server("--reply", "SCORE: 7")
     try:
         with tempfile.TemporaryDirectory() as tmp:
             direct = run(url, items, f"{tmp}/direct", batch=False)

@@ -22,25 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-
-
-def start_server(latency: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.testing.llm_server", "--port", "0", "--latency", str(latency)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )
-    line = proc.stdout.readline()
-    if not line.startswith("listening on "):
-        proc.kill()
-        raise RuntimeError(f"test server did not start: {line!r}")
-    return proc, line.split()[-1]
+from loopback import start_server
 
 
 def corpus(n: int) -> list[str]:
@@ -79,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     from harness.testing.api_routes import embedding_vector
 
     texts = corpus(a.texts)
-    proc, url = start_server(a.latency)
+    proc, url = start_server("--latency", str(a.latency))
     try:
         with tempfile.TemporaryDirectory() as tmp:
             settings = LLMSettings(cache_dir=tmp, max_concurrency=a.concurrency, retry=RetryPolicy.fast())

@@ -15,24 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
 import time
 
+from loopback import start_server
+
 import harness.llm as llm
-
-
-def start_server(latency: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.testing.llm_server", "--port", "0", "--echo", "--latency", str(latency)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )
-    line = proc.stdout.readline()
-    if not line.startswith("listening on "):
-        proc.kill()
-        raise RuntimeError(f"test server did not start: {line!r}")
-    return proc, line.split()[-1]
 
 
 def per_call(fn, items, repeats: int = 3) -> float:
@@ -53,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     a = p.parse_args(argv)
 
-    proc, url = start_server(a.latency)
+    proc, url = start_server("--echo", "--latency", str(a.latency))
     try:
         with tempfile.TemporaryDirectory() as tmp:
             client = llm.get_client(f"openai-compatible:bench:base_url={url}/v1", cache_dir=tmp,

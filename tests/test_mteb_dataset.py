@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
@@ -15,7 +14,7 @@ from harness import Context
 from harness.api import load_dataset
 from harness.concepts.errors import DataError
 from harness.data.hub_configs import match_files, parse_configs
-from harness.testing import HubServer
+from harness.testing import HubServer, parquet_bytes
 
 COMMIT = "1" * 40
 PUSHED_CARD = """---
@@ -42,12 +41,8 @@ configs:
 
 
 def _parquet(rows):
-    pa = pytest.importorskip("pyarrow")
-    import pyarrow.parquet as pq
-
-    buf = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist(rows), buf)
-    return buf.getvalue()
+    pytest.importorskip("pyarrow")
+    return parquet_bytes(rows)
 
 
 def pushed_repository() -> dict[str, bytes]:
@@ -67,11 +62,7 @@ def pushed_repository() -> dict[str, bytes]:
 @pytest.fixture
 def hub(monkeypatch, tmp_path):
     with HubServer() as server:
-        server.online(monkeypatch)
-        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-        monkeypatch.setenv("HARNESS_AUTO_DOWNLOAD", "1")
-        monkeypatch.setenv("HARNESS_PROGRESS", "0")
-        monkeypatch.delenv("HF_TOKEN", raising=False)
+        server.downloading(monkeypatch, tmp_path / "hf")
         yield server
 
 

@@ -23,7 +23,7 @@ from harness.concepts.document import Document
 from harness.concepts.errors import HarnessError
 from harness.concepts.query import Query
 from harness.concepts.run import Run, strictly_decreasing
-from harness.llm.errors import FatalLLMError, LLMError
+from harness.llm.errors import LLMError
 from harness.llm.types import Reply, TokenCounts
 from harness.runtime.redact import redact_url
 
@@ -151,7 +151,7 @@ class RerankAPIReranker:
         return out, errors
 
     def _send(self, query: str, docs: list[str]) -> list[float]:
-        retries = 0
+        from harness.llm.endpoint import guarded_call
 
         def attempt(left: float | None) -> tuple[list[float], int, str]:
             with self.endpoint.slot():
@@ -159,19 +159,7 @@ class RerankAPIReranker:
                     self.requests += 1
                 return self.provider.rerank(query, docs, timeout=left)
 
-        def on_retry(error: LLMError, n: int) -> None:
-            nonlocal retries
-            retries += 1
-            self.usage.record_retry(self.label, error)
-
-        try:
-            with self.endpoint.call():
-                scores, units, model = self.retry.call(attempt, on_retry)
-        except (LLMError, FatalLLMError) as error:
-            self.endpoint.failed(error)
-            self.usage.record_failure(self.label, error)
-            raise
-        self.endpoint.succeeded()
+        (scores, units, model), retries = guarded_call(self.endpoint, self.retry, self.usage, self.label, attempt)
         self.usage.record_call(self.label, Reply("", usage=TokenCounts(units, 0), model=model,
                                                  provider=self.provider.name, retries=retries))
         with self._lock:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from harness.llm.batch.api import Pending
 from harness.llm.cache import CACHE_FORMAT, LLMCache, key_of
 from harness.llm.dryrun import DryRun, placeholder
-from harness.llm.endpoint import Endpoint
+from harness.llm.endpoint import Endpoint, guarded_call
 from harness.llm.errors import FatalLLMError, LLMError, LLMTimeout, LogprobsUnsupported, RunStopped
 from harness.llm.pool import bounded_map
 from harness.llm.precedence import Setting, apply_typed
@@ -230,18 +230,13 @@ class Client:
             nonlocal retries, timed_out
             retries += 1
             timed_out = isinstance(error, LLMTimeout)
-            self.usage.record_retry(self.label, error)
             log.debug("%s: attempt %d failed (%s); retrying", self.label, attempt_number, error)
 
         try:
-            with self.endpoint.call():
-                reply = self.retry.call(attempt, on_retry)
+            reply, _ = guarded_call(self.endpoint, self.retry, self.usage, self.label, attempt, on_retry)
         except (LLMError, FatalLLMError) as error:
-            self.endpoint.failed(error)
-            self.usage.record_failure(self.label, error)
             log.info("%s: call failed after %d attempt(s): %s", self.label, retries + 1, error)
             raise
-        self.endpoint.succeeded()
         reply = replace(reply, retries=retries, fallback=reply.fallback or fallback)
         self.usage.record_call(self.label, reply)
         if self.cache is not None and reply.cacheable:

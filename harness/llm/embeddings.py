@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.llm.errors import FatalLLMError, LLMError, MalformedReply
+from harness.llm.errors import LLMError, MalformedReply
 from harness.llm.types import ChatOptions, Reply, TokenCounts
 
 log = logging.getLogger("harness.llm")
@@ -288,7 +288,7 @@ class EmbeddingClient:
 
     def _send(self, texts: list[str], tokens: int) -> EmbeddingReply:
         """One request (all its attempts) through the endpoint's gate, bound, breaker and retries."""
-        retries = 0
+        from harness.llm.endpoint import guarded_call
 
         def attempt(time_left: float | None) -> EmbeddingReply:
             with self.endpoint.slot():
@@ -301,19 +301,7 @@ class EmbeddingClient:
                 raise self.provider.error(MalformedReply, "the reply holds another number of vectors than inputs")
             return reply
 
-        def on_retry(error: LLMError, n: int) -> None:
-            nonlocal retries
-            retries += 1
-            self.usage.record_retry(self.label, error)
-
-        try:
-            with self.endpoint.call():
-                reply = self.retry.call(attempt, on_retry)
-        except (LLMError, FatalLLMError) as error:
-            self.endpoint.failed(error)
-            self.usage.record_failure(self.label, error)
-            raise
-        self.endpoint.succeeded()
+        reply, retries = guarded_call(self.endpoint, self.retry, self.usage, self.label, attempt)
         self.usage.record_call(self.label, Reply("", "stop", usage=TokenCounts(reply.input_tokens, 0),
                                                  model=reply.model, provider=self.provider.name, retries=retries))
         with self._lock:

@@ -25,11 +25,13 @@ call does, and its failure takes the replica out again at once.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.llm.errors import EndpointUnavailable, FatalLLMError, LLMError, MalformedReply, RunStopped
+
+T = TypeVar("T")
 
 DEFAULT_MAX_CONSECUTIVE_FAILURES = 10
 #: seconds before a replica taken out gets a probe request; doubled after each failed probe, up to the max
@@ -186,3 +188,30 @@ class Endpoint:
             out["replicas"] = [r.label for r in self.replicas]
             out["replicas_out"] = sum(not r.available for r in self.replicas)
         return out
+
+
+def guarded_call(endpoint: Endpoint, policy: Any, usage: Any, label: str,
+                 attempt: Callable[[float | None], T], on_retry: Callable[[LLMError, int], None] | None = None
+                 ) -> tuple[T, int]:
+    """One call (all its attempts) through ``endpoint``'s gate and breaker, retried by ``policy`` (a
+    :class:`~harness.llm.retry.RetryPolicy`); each retry and a final failure are recorded in ``usage``
+    under ``label``, and the failure is raised. Returns the result and the number of retries. The one
+    failure policy of chat, embedding and rerank calls."""
+    retries = 0
+
+    def note(error: LLMError, n: int) -> None:
+        nonlocal retries
+        retries += 1
+        usage.record_retry(label, error)
+        if on_retry is not None:
+            on_retry(error, n)
+
+    try:
+        with endpoint.call():
+            result = policy.call(attempt, note)
+    except (LLMError, FatalLLMError) as error:
+        endpoint.failed(error)
+        usage.record_failure(label, error)
+        raise
+    endpoint.succeeded()
+    return result, retries

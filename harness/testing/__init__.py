@@ -10,6 +10,7 @@
 - :class:`LlamaServer`: a real llama.cpp server with the packaged Gemma 3 270M (the ``local`` extra);
   :class:`CountingProxy`: a reverse proxy counting what reaches a real server;
 - :class:`HubServer`: a loopback imitation of the Hugging Face Hub (for ``HF_ENDPOINT``).
+- :func:`parquet_bytes`: a Parquet file's bytes of some records, as a Hub repository holds a shard.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ _EXPORTS = MappingProxyType({
     "CountingProxy": "harness.testing.proxy",
     # the Hugging Face Hub
     "HubServer": "harness.testing.hub",
+    "parquet_bytes": "harness.testing.hub",
 })
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,7 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
         require_data,
         shared_data_dir,
     )
-    from harness.testing.hub import HubServer  # noqa: F401
+    from harness.testing.hub import HubServer, parquet_bytes  # noqa: F401
     from harness.testing.llama import LlamaServer  # noqa: F401
     from harness.testing.llm_server import ScriptedReply, TestServer, last_user_text  # noqa: F401
     from harness.testing.proxy import CountingProxy  # noqa: F401

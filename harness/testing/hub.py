@@ -214,6 +214,15 @@ class HubServer:
         if getattr(constants, "HF_HUB_OFFLINE", False):
             monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
 
+    def downloading(self, monkeypatch: Any, hf_home: str | Path) -> None:
+        """:meth:`online`, and a first download as a new user's: huggingface_hub's cache at ``hf_home``, no
+        token, automatic download of a task's files on, progress off."""
+        self.online(monkeypatch)
+        monkeypatch.setenv("HF_HOME", str(hf_home))
+        monkeypatch.setenv("HARNESS_AUTO_DOWNLOAD", "1")
+        monkeypatch.setenv("HARNESS_PROGRESS", "0")
+        monkeypatch.delenv("HF_TOKEN", raising=False)
+
     # -- content ----------------------------------------------------------------------------------------------
     def add_repo(self, repo_id: str, files: Mapping[str, bytes | str | Path], *, repo_type: str = "dataset",
                  commit: str | None = None, branch: str | None = "main", gated: bool = False,
@@ -571,3 +580,16 @@ def _tree(table: Mapping[str, _File], folder: str, recursive: bool) -> list[dict
                 entry["lfs"] = {"oid": f.sha256, "size": f.size, "pointerSize": 134}
             out.append(entry)
     return out
+
+
+def parquet_bytes(rows: list[dict[str, Any]]) -> bytes:
+    """The bytes of a Parquet file holding ``rows`` (one table, columns from the records), as
+    ``push_to_hub`` writes a shard: content for :meth:`HubServer.add_repo`. Needs pyarrow (extra ``parquet``)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows), buf)
+    return buf.getvalue()

@@ -85,19 +85,10 @@ class OpenAIProvider(BaseProvider):
 
         if is_raw(options):  # POST /v1/completions, the prompt as written: docs/rerankers.md (true-false)
             return openai_complete(self, messages, options, timeout)
-        client = self.client()
         body = self.request_body(messages, options)
-        try:
-            # the body is already plain JSON: posting it skips the SDK's per-request type transform,
-            # which cost ~11 ms of CPU for a 44-message RankGPT window (4x the rest of the call)
-            resp = client.post("/chat/completions", body={**body, **dict(options.extra)},
-                               cast_to=self._completion_type(),
-                               options={"timeout": self.sdk_timeout(self._sdk, timeout)})
-        except Exception as exc:
-            mapped = map_sdk_error(exc, self._sdk, self, timeout)
-            if mapped is None:
-                raise
-            raise mapped from exc
+        # the body is already plain JSON: posting it skips the SDK's per-request type transform,
+        # which cost ~11 ms of CPU for a 44-message RankGPT window (4x the rest of the call)
+        resp = self._post("/chat/completions", {**body, **dict(options.extra)}, self._completion_type(), timeout)
         try:
             return self._parse(resp, options)
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
@@ -121,16 +112,20 @@ class OpenAIProvider(BaseProvider):
         (one vector per text, in order). Raises the typed errors as :meth:`chat` does."""
         from harness.llm.embeddings import parse_embedding_reply
 
+        resp = self._post("/embeddings", self.embedding_body(texts, dimensions), object, timeout)
+        return parse_embedding_reply(self, resp, len(texts))
+
+    def _post(self, path: str, body: dict[str, Any], cast_to: Any, timeout: float | None) -> Any:
+        """One POST through the SDK's client; its errors mapped to the typed ones (others raised as they are)."""
         client = self.client()
         try:
-            resp = client.post("/embeddings", body=self.embedding_body(texts, dimensions), cast_to=object,
+            return client.post(path, body=body, cast_to=cast_to,
                                options={"timeout": self.sdk_timeout(self._sdk, timeout)})
         except Exception as exc:
             mapped = map_sdk_error(exc, self._sdk, self, timeout)
             if mapped is None:
                 raise
             raise mapped from exc
-        return parse_embedding_reply(self, resp, len(texts))
 
     def embeddings_batch_api(self) -> Any:
         """The Batch API with endpoint ``/v1/embeddings`` (None where :meth:`batch_api` is None)."""

@@ -8,7 +8,7 @@ other splits hold a few documents each, so the suite runs."""
 
 from __future__ import annotations
 
-import io
+from harness.testing import parquet_bytes
 
 LONG = ("biology", "earth_science", "economics", "psychology", "robotics", "stackoverflow", "sustainable_living",
         "pony")
@@ -67,16 +67,6 @@ def _other(split: str) -> tuple[dict[str, str], list[dict]]:
                 for j in range(2)]
     return docs, examples
 
-
-def parquet(rows: list[dict]) -> bytes:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    buf = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist(rows), buf)
-    return buf.getvalue()
-
-
 def docs_rows(docs: dict[str, str]) -> list[dict]:
     return [{"id": k, "content": v} for k, v in docs.items()]
 
@@ -93,10 +83,10 @@ def repository(examples: dict[str, list[dict]] | None = None) -> dict[str, bytes
             docs, ex = _other(split)
             long = {f"{split}/long_{j}.txt": f"{split} long document {j} topic{j}" for j in range(3)}
         ex = (examples or {}).get(split, ex)
-        files[f"examples/{split}-00000-of-00001.parquet"] = parquet(ex)
-        files[f"documents/{split}-00000-of-00001.parquet"] = parquet(docs_rows(docs))
+        files[f"examples/{split}-00000-of-00001.parquet"] = parquet_bytes(ex)
+        files[f"documents/{split}-00000-of-00001.parquet"] = parquet_bytes(docs_rows(docs))
         if split in LONG:
-            files[f"long_documents/{split}-00000-of-00001.parquet"] = parquet(docs_rows(long))
-    files["gpt4_reason/biology-00000-of-00001.parquet"] = parquet(BIO_GPT4)
-    files["grit_reason/biology-00000-of-00001.parquet"] = parquet(BIO_EXAMPLES)
+            files[f"long_documents/{split}-00000-of-00001.parquet"] = parquet_bytes(docs_rows(long))
+    files["gpt4_reason/biology-00000-of-00001.parquet"] = parquet_bytes(BIO_GPT4)
+    files["grit_reason/biology-00000-of-00001.parquet"] = parquet_bytes(BIO_EXAMPLES)
     return files

@@ -9,11 +9,11 @@ The scores (``SCORES``) tie exactly where the two p-MRR tie rules part ways (wor
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping
 from typing import Any
 
 from harness import Run
+from harness.testing import parquet_bytes as _parquet
 
 CARD = """---
 configs:
@@ -72,16 +72,6 @@ SCORES = {
     "311-og": {"d6": 5.0, "d2": 4.0, "d4": 3.0, "d1": 2.0, "d3": 1.0},
     "311-changed": {"d6": 1.0, "d2": 1.0, "d4": 1.0, "d1": 2.0, "d3": 0.0},
 }
-
-
-def _parquet(rows: list[dict[str, Any]]) -> bytes:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    buf = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist(rows), buf)
-    return buf.getvalue()
-
 
 def repository() -> dict[str, bytes]:
     """The repository's files: path -> bytes."""

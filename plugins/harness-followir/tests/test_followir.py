@@ -27,11 +27,7 @@ def hub(monkeypatch, tmp_path):
     with HubServer() as server:
         for b in BENCHMARKS:
             server.add_repo(b.repo, repository(), commit=b.revision)
-        server.online(monkeypatch)
-        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-        monkeypatch.setenv("HARNESS_AUTO_DOWNLOAD", "1")
-        monkeypatch.setenv("HARNESS_PROGRESS", "0")
-        monkeypatch.delenv("HF_TOKEN", raising=False)
+        server.downloading(monkeypatch, tmp_path / "hf")
         yield server
 
 

@@ -11,11 +11,11 @@ passages are distractors. The ``queries`` config holds the base query, ``instruc
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping
 from typing import Any
 
 from harness import Run
+from harness.testing import parquet_bytes as _parquet
 
 CARD = """---
 configs:
@@ -71,16 +71,6 @@ RANKINGS = {
     "839488_1": ["1000", "529990", "7866009_2", "7865137_1", "7865137_2", "7865137_3", "7866009_1"],
     "839488_2": ["7866009_2", "7866009_1"],
 }
-
-
-def _parquet(rows: list[dict[str, Any]]) -> bytes:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    buf = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist(rows), buf)
-    return buf.getvalue()
-
 
 def repository() -> dict[str, bytes]:
     """The repository's files: path -> bytes."""

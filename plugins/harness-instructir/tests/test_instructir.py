@@ -32,11 +32,7 @@ def hub(monkeypatch, tmp_path):
     turned off for these tests (``HubServer.online``)."""
     with HubServer() as server:
         server.add_repo(REPO, repository(), commit=REVISION)
-        server.online(monkeypatch)
-        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-        monkeypatch.setenv("HARNESS_AUTO_DOWNLOAD", "1")
-        monkeypatch.setenv("HARNESS_PROGRESS", "0")
-        monkeypatch.delenv("HF_TOKEN", raising=False)
+        server.downloading(monkeypatch, tmp_path / "hf")
         yield server
 
 
