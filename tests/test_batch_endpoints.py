@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.batch import _allowed
 from harness.llm import LLMSession, LLMSettings, RetryPolicy
+from harness.llm import endpoint_allowed as _allowed
 from harness.llm.batch.journal import FILENAME
 from harness.llm.errors import BatchPending
 from harness.testing import TestServer

@@ -12,16 +12,13 @@ from typing import TYPE_CHECKING
 import click
 
 from harness.cli.options import CACHE_DIR_OPTION, make_context
-from harness.llm import Batches, LLMSettings, endpoint_allowed
+from harness.llm import Batches, LLMSettings
 
 if TYPE_CHECKING:  # pragma: no cover
     from harness import Context
 
 #: exit status of `collect` and `cancel` when the provider did not know some batch (or refused one)
 INCOMPLETE = 3
-
-#: whether a journal's base URL may receive the user's key (the name tests/test_batch_endpoints.py checks)
-_allowed = endpoint_allowed
 
 ENDPOINT_OPTION = click.option(
     "--endpoint", "endpoints", multiple=True, metavar="URL",

@@ -26,7 +26,7 @@ import pluggy
 from harness.concepts.errors import PluginError
 from harness.plugins import hookspecs
 from harness.plugins.builtin import BUILTIN_MODULES
-from harness.plugins.kinds import HOOK_KIND, KINDS
+from harness.plugins.kinds import HOOK_KIND
 from harness.plugins.registry import CORE_DIST, Component, Registry
 
 ENTRY_POINT_GROUP = "harness"
@@ -234,4 +234,4 @@ def _dist_version(name: str) -> str:
         return "?"
 
 
-__all__ = ["BUILTIN_MODULES", "HOOK_KIND", "KINDS", "PluginHost", "PluginInfo"]
+__all__ = ["PluginHost", "PluginInfo"]
