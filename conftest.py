@@ -2,7 +2,10 @@
 reported as skipped, with the line that installs it, so ``python -m pytest`` in a venv with the core
 alone passes with skips. The failure must name the extra the way the code does (``... needs openai:
 pip install 'harness-ir[openai]'``) or be a ``ModuleNotFoundError`` for one of an extra's modules, and
-that module must really be missing. Under ``CI=true`` (everything installed) nothing is converted."""
+that module must really be missing. Under ``CI=true`` (everything installed) nothing is converted.
+
+A missing *plugin* is not guessed from a failure: a test that needs one says so before it runs
+(``harness.testing.requires_plugin``, a plugin folder's ``skip_without_plugin``; docs/architecture.md)."""
 
 from __future__ import annotations
 

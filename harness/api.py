@@ -122,8 +122,9 @@ def index_info(folder: str | Path) -> dict[str, Any]:
     from harness.retrievers import bm25_index
     from harness.retrievers.dense.index import CHECKSUM, SHARDS, plan_shards, read_manifest
 
-    if bm25_index.is_index(folder):
-        return bm25_index.read_manifest(folder)
+    if bm25_index.is_index(folder):  # its manifest's fields checked against their digest; the files not
+        manifest = bm25_index.read_manifest(folder)
+        return {**manifest, "checksums": manifest.get("checksums"), "checksums_checked": False}
     manifest = read_manifest(folder)
     plans = plan_shards(int(manifest["count"]), int(manifest["shard_size"]))
     done = sum(1 for p in plans if (Path(folder) / SHARDS / p.name / "shard.json").is_file())
@@ -136,9 +137,15 @@ def verify_index(folder: str | Path) -> dict[str, Any]:
     ``shard.json``, ``emb.npy`` header and ids (a :class:`DataError` naming the first malformed file),
     then the sha256 of every ``emb.npy`` and ``ids.json`` against what the build recorded. Returns
     ``{"folder", "shards", "checksums": "sha256" or None (none recorded), "mismatches": [{"shard",
-    "file", "sha256", "recorded"}, ...]}``."""
+    "file", "sha256", "recorded"}, ...]}``. A BM25 index (``harness index build -r bm25``): the
+    manifest's fields against their ``manifest_sha256`` and every file's sha256, then every other check
+    (an index without checksums is an error); returns ``{"folder", "kind": "harness-bm25-index",
+    "files", "checksums": "sha256", "mismatches": [{"file", "sha256", "recorded"}, ...]}``."""
+    from harness.retrievers import bm25_index
     from harness.retrievers.dense.index import verify_index as verify
 
+    if bm25_index.is_index(folder):
+        return bm25_index.verify_index(folder)
     return verify(folder)
 
 

@@ -3,8 +3,11 @@ tests exercise the same entry-point discovery a ``pip install`` gives."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
+
+import pytest
 
 
 def make_distribution(root: Path, dist: str, module: str, source: str, version: str = "1.0") -> Path:
@@ -17,6 +20,24 @@ def make_distribution(root: Path, dist: str, module: str, source: str, version: 
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n", encoding="utf-8")
     (info / "entry_points.txt").write_text(f"[harness]\n{dist} = {module}\n", encoding="utf-8")
     return root
+
+
+#: the test double of an LLM reranker (tests/llm_double.py), as a distribution with an entry point
+LLM_DOUBLE = ("harness-llm-double", "harness_llm_double", Path(__file__).with_name("llm_double.py"))
+
+
+def install_llm_double(root: Path) -> Path:
+    """Install the distribution ``harness-llm-double`` (reranker ``llm-double``) under ``root``; returns
+    ``root``, for :func:`use_distributions`."""
+    dist, module, source = LLM_DOUBLE
+    return make_distribution(root, dist, module, source.read_text(encoding="utf-8"))
+
+
+def use_distributions(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
+    """Make the distributions under ``root`` installed for the rest of the test (or the ``monkeypatch``
+    context): ``root`` first on ``sys.path`` and on the ``PYTHONPATH`` that subprocesses inherit."""
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p))
 
 
 GOOD_PLUGIN = """

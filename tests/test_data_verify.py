@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from harness.cli import cli
 from harness.concepts.task import DataFile
 from harness.data.verify import check_file
+from harness.testing import requires_plugin
 
 STAGED = ("trec-dl19", "trec-dl20", "noveleval", "scifact", "birco:arguana", "birco:wtb", "birco:clinical-trial",
           "birco:relic", "birco:doris-mae", "birco-dev:clinical-trial", "birco-dev:doris-mae", "birco-dev:wtb",
@@ -29,6 +30,7 @@ def task_states(output: str) -> dict[str, str]:
     return {task: state for task, state in found if task != "Error"}
 
 
+@requires_plugin("harness-birco", "harness-pir")
 def test_every_staged_task_of_the_shared_data_is_ok(data_dir: Path) -> None:
     res = verify("--data-dir", str(data_dir))
     assert res.exit_code == 0, res.output
@@ -77,6 +79,7 @@ def test_a_task_with_some_files_is_incomplete(data_dir: Path, tmp_path: Path) ->
     assert "noveleval/queries.tsv: ok: sha256 78ed1ab0" in res.output
 
 
+@requires_plugin("harness-birco", "harness-pir")
 def test_nothing_in_place_is_listed_or_an_error_when_named(tmp_path: Path) -> None:
     res = verify("--data-dir", str(tmp_path))
     assert res.exit_code == 0, res.output

@@ -270,8 +270,9 @@ def scifact_index(tmp_path_factory):
     data = shared_data_dir(REPO)
     require_data(data, "scifact/scifact_csv.zip", "scifact/qrels.beir-v1.0.0-scifact.test.txt", fetch="scifact")
     folder = tmp_path_factory.mktemp("scifact") / "idx"
-    cache = tmp_path_factory.mktemp("scifact-cache")
-    context = Context.create(cache_dir=str(cache), data_dir=str(data))
+    # the session's cache (tests/conftest.py): `harness reproduce`'s SciFact row (tests/test_reproduce.py) then
+    # finds the corpus encoded instead of encoding its 5,183 documents a second time
+    context = Context.create(cache_dir=os.environ["HARNESS_CACHE_DIR"], data_dir=str(data))
     build_index(folder, task="scifact", shard_size=1000, context=context)
     return folder, context
 

@@ -369,12 +369,12 @@ def _harness(*args: str, env: dict | None = None) -> subprocess.CompletedProcess
                           env={**os.environ, "HARNESS_BATCH_POLL": "0.02", **(env or {})})
 
 
-def test_cli_no_wait_status_collect_then_the_same_command_finishes(tmp_path):
+def test_cli_no_wait_status_collect_then_the_same_command_finishes(tmp_path, llm_double):
     """`--no-wait` exits 75 with one line; `harness batch status` shows the batch; `collect` gathers
     it; the same `harness eval` then finishes from the cache, submitting nothing."""
     cache = str(tmp_path / "cache")
     with TestServer(reply="Yes", batch_delay=3600) as srv:
-        eval_args = ["eval", "--task", "demo", "--reranker", "relevance-generation", "--llm",
+        eval_args = ["eval", "--task", "demo", "--reranker", llm_double, "--llm",
                      srv.spec(MODEL, "openai"), "--llm-batch", "--cache-dir", cache, "--quiet"]
         first = _harness(*eval_args, "--no-wait")
         assert first.returncode == 75, first.stderr
@@ -398,10 +398,10 @@ def test_cli_no_wait_status_collect_then_the_same_command_finishes(tmp_path):
         assert "nDCG@10" in final.stdout
 
 
-def test_cli_cancel_keeps_what_finished(tmp_path):
+def test_cli_cancel_keeps_what_finished(tmp_path, llm_double):
     cache = str(tmp_path / "cache")
     with TestServer(reply="Yes", batch_delay=3600, batch_cancel_keep=30) as srv:
-        eval_args = ["eval", "--task", "demo", "--reranker", "relevance-generation", "--llm",
+        eval_args = ["eval", "--task", "demo", "--reranker", llm_double, "--llm",
                      srv.spec(MODEL, "openai"), "--llm-batch", "--cache-dir", cache, "--quiet"]
         assert _harness(*eval_args, "--no-wait").returncode == 75
         bad = _harness("batch", "cancel", "--cache-dir", cache)
@@ -418,7 +418,7 @@ def test_cli_cancel_keeps_what_finished(tmp_path):
         assert srv.batch_submissions == 2 and len(srv.batches[1].requests) == 370
 
 
-def test_pipeline_failure_policy_applies_to_batch_failures(tmp_path):
+def test_pipeline_failure_policy_applies_to_batch_failures(tmp_path, llm_double):
     """Requests a batch rejected are transport failures: the run is INCOMPLETE (exit 3) unless their
     share is accepted."""
     def reply(req):
@@ -426,7 +426,7 @@ def test_pipeline_failure_policy_applies_to_batch_failures(tmp_path):
 
     cache = str(tmp_path / "cache")
     with TestServer(reply=reply) as srv:
-        args = ["eval", "--task", "demo", "--reranker", "relevance-generation", "--llm", srv.spec(MODEL, "openai"),
+        args = ["eval", "--task", "demo", "--reranker", llm_double, "--llm", srv.spec(MODEL, "openai"),
                 "--llm-batch", "--cache-dir", cache, "--quiet"]
         out = _harness(*args)
         assert out.returncode == 3, out.stderr

@@ -56,12 +56,12 @@ def test_gemma_gets_the_system_prompt_before_the_first_user_turn(tmp_path):
     assert chatml.prompt_messages(msgs) == msgs  # a template with a system role keeps it
 
 
-def test_a_missing_file_or_name_without_path_is_one_message(tmp_path):
+def test_a_missing_file_or_name_without_path_is_one_message(tmp_path, llm_double):
     with pytest.raises(HarnessError, match="nope.gguf not found"):
         client(tmp_path, f"local:path={tmp_path / 'nope.gguf'}")
     with pytest.raises(HarnessError, match="needs path=FILE.gguf"):
         client(tmp_path, "local:qwen")
-    res = subprocess.run([sys.executable, "-m", "harness.cli", "eval", "--task", "demo", "--reranker", "rankgpt",
+    res = subprocess.run([sys.executable, "-m", "harness.cli", "eval", "--task", "demo", "--reranker", llm_double,
                           "--llm", f"local:path={tmp_path / 'nope.gguf'}", "-o", str(tmp_path / "out")],
                          capture_output=True, text=True)
     assert res.returncode == 2 and "Traceback" not in res.stderr

@@ -20,7 +20,7 @@ import pytest
 
 from harness import Context, Dataset, Document, Query, Run, evaluate, task_queries
 from harness.llm import LLMSettings, RetryPolicy
-from harness.testing import CountingProxy, LlamaServer, require_data, shared_data_dir
+from harness.testing import CountingProxy, LlamaServer, require_data, requires_plugin, shared_data_dir
 
 REPO = Path(__file__).resolve().parents[1]
 try:
@@ -81,6 +81,7 @@ def dl19_data():
     return require_data(shared_data_dir(REPO), "trec-dl/bm25_top100.dl19.json", fetch="trec-dl19")
 
 
+@requires_plugin("harness-rankgpt")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_rankgpt_on_one_dl19_query(backend, proxy, dl19_data, tmp_path):
     """Two overlapping windows (the real window plan, smaller): window 4, step 2, depth 6."""
@@ -104,6 +105,7 @@ def test_rankgpt_on_one_dl19_query(backend, proxy, dl19_data, tmp_path):
     assert again.runs["default"] == first.runs["default"]  # temperature 0 with a seed: the same run
 
 
+@requires_plugin("harness-rankgpt")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_relevance_generation_scores_from_logprobs(backend, proxy, dl19_data, tmp_path):
     res = evaluate("trec-dl19", rerankers=["relevance-generation:depth=10"], llm=llm_for(backend, proxy), limit=1,
@@ -133,6 +135,7 @@ def ifir_fixture() -> Dataset:
     return Dataset("ifir:fixture", corpus, queries, {"query": {"q1": {"d0": 1}}, "instructed": {"q1": {"d0": 1}}})
 
 
+@requires_plugin("harness-ifir")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_instfol_judge_on_five_passages(backend, proxy, tmp_path):
     ctx = context(tmp_path).for_evaluation(llm=llm_for(backend, proxy))
@@ -152,6 +155,7 @@ def test_instfol_judge_on_five_passages(backend, proxy, tmp_path):
         assert proxy.max_in_flight == 1
 
 
+@requires_plugin("harness-birco")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_birco_score_on_one_query(backend, proxy, tmp_path):
     require_data(shared_data_dir(REPO), "birco/arguana/test_set.pickle", fetch="birco")

@@ -17,7 +17,9 @@ from harness.cli.compare import compare_cmd, report_cmd
 from harness.cli.export import export_group
 from harness.concepts.errors import DataError, HarnessError
 from harness.results.mteb_export import export_mteb
-from harness.testing import require_data
+from harness.testing import require_data, requires_plugin
+
+from .plugin_fixtures import make_distribution
 
 REV = "d56462d0e63a25450459c4f213e49ffdb866f7f9"
 BLOCK = {"task_name": "HarnessDemoRetrieval", "dataset": "example/demo", "dataset_revision": REV,
@@ -37,9 +39,46 @@ def _invoke(*args: str):
     return CliRunner().invoke(_cli, list(args), catch_exceptions=False)
 
 
-def _task(**mteb) -> Task:
-    return Task(name="demo-mteb", dataset="demo", metrics=["nDCG@10", "MRR@10", "Recall@10"], first_stage="retrieve",
+def _task(name: str = "demo-mteb", **mteb) -> Task:
+    return Task(name=name, dataset="demo", metrics=["nDCG@10", "MRR@10", "Recall@10"], first_stage="retrieve",
                 retriever="bm25", mteb={**BLOCK, **mteb})
+
+
+#: the export and compare take a run's MTEB task from the task registered under its name (docs/mteb.md), so
+#: the demo tasks with an mteb block are registered by a plugin installed for this module (an entry point)
+DEMO_TASKS_PLUGIN = f"""
+from harness import Task
+from harness.plugins.hookspecs import hookimpl
+
+BLOCK = {BLOCK!r}
+
+
+def _task(name, **mteb):
+    return Task(name=name, dataset="demo", metrics=["nDCG@10", "MRR@10", "Recall@10"], first_stage="retrieve",
+                retriever="bm25", mteb={{**BLOCK, **mteb}})
+
+
+@hookimpl
+def register_tasks(register):
+    register("demo-mteb", lambda: _task("demo-mteb"), "The demo as an MTEB task (test plugin)")
+    register("demo-mteb-differs", lambda: _task("demo-mteb-differs", differs="another pool than MTEB's"),
+             "The demo as an MTEB task it differs from (test plugin)")
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def demo_tasks(tmp_path_factory):
+    """The plugin registering ``demo-mteb`` and ``demo-mteb-differs``, installed while this module runs."""
+    import sys
+
+    root = make_distribution(tmp_path_factory.mktemp("plugin"), "harness-demo-mteb", "harness_demo_mteb_tasks",
+                             DEMO_TASKS_PLUGIN)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(root))
+        mp.delenv("HARNESS_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+        mp.delenv("HARNESS_PLUGINS", raising=False)
+        yield
+    sys.modules.pop("harness_demo_mteb_tasks", None)
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +86,9 @@ def runs(tmp_path_factory):
     from harness.evaluation.pipeline import evaluate
 
     root = tmp_path_factory.mktemp("runs")
-    evaluate(_task(), retriever="bm25", output=str(root / "bm25"), progress=False)
-    evaluate(_task(), retriever="bm25:k1=0.9,b=0.4", output=str(root / "bm25b"), progress=False)
-    evaluate(_task(differs="another pool than MTEB's"), retriever="bm25", output=str(root / "differs"), progress=False)
+    evaluate("demo-mteb", retriever="bm25", output=str(root / "bm25"), progress=False)
+    evaluate("demo-mteb", retriever="bm25:k1=0.9,b=0.4", output=str(root / "bm25b"), progress=False)
+    evaluate("demo-mteb-differs", retriever="bm25", output=str(root / "differs"), progress=False)
     return root
 
 
@@ -71,6 +110,12 @@ def test_the_task_toml_loads_an_mteb_table():
 
     t = harness.load_task("scifact")
     assert t.mteb["task_name"] == "SciFact" and t.mteb["dataset_revision"] == REV and "differs" not in t.mteb
+
+
+@requires_plugin("harness-birco")
+def test_a_plugin_task_says_how_mteb_differs():
+    import harness
+
     assert harness.load_task("birco:arguana").mteb["differs"]  # MTEB's is a retrieval over the union of pools
 
 

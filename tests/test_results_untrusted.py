@@ -20,6 +20,7 @@ from harness.cli import _Group
 from harness.cli.compare import compare_cmd, report_cmd
 from harness.concepts.errors import HarnessError
 from harness.results import folder as files_in
+from harness.testing import requires_plugin
 from harness.testing.synthetic import write_results_folder, write_suite_folder
 
 CANARY = "q1 Q0 CANARY-7f3a9c-secret-line 1 9.5 leaked"
@@ -277,10 +278,10 @@ def test_the_cli_entry_point_prints_one_line(tmp_path, secret):
     assert not (tmp_path / "r.html").exists()
 
 
+@requires_plugin("harness-infosearch")
 def test_infosearch_table_applies_the_rules_without_reading_runs(tmp_path, secret):
     """`harness infosearch table` reads only results.json, yet a folder naming a file outside itself is
     refused there too (the rule lives in the one reader)."""
-    pytest.importorskip("harness_infosearch", reason="the harness-infosearch plugin is not installed")
     members = {f"infosearch:{d}": {"q1": {"WISE": 0.1}, "q2": {"WISE": 0.3}} for d in ("audience", "format")}
     x = write_suite_folder(tmp_path / "x", "infosearch", members)
     ok = subprocess.run([sys.executable, "-m", "harness.cli", "infosearch", "table", str(x)], capture_output=True,

@@ -111,11 +111,12 @@ def _by_hand(registry) -> object:
     metrics = resolve_metrics(ctx.registry, TASK.metrics)
     comps = stages.build_components(ctx, TASK, None, [Reverse(), Reverse()], TopTwoRelevant())
     ds = stages.load(ctx, TASK, None, ledger, progress=False)
+    depth = stages.settle_first_stage(comps, TASK, ds, None)
     stages.index(comps, ds, ledger, progress=False)
     ranked = stages.Rankings()
     for mode in ds.modes:
         queries = stages.task_queries(ds, mode, TASK.query_format)
-        run = stages.first_stage(comps, ds, mode, queries, TASK.depth, ledger)
+        run = stages.first_stage(comps, ds, mode, queries, depth, ledger)
         ranked.first_stage[mode] = stages.kept(run, "first_stage")
         ranked.runs[mode] = stages.rerank(comps, ds, mode, queries, run, ledger)
         ranked.judgments[mode] = stages.judge(comps, ds, mode, queries, ranked.runs[mode], ledger)

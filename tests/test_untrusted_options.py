@@ -18,7 +18,12 @@ import pytest
 
 from harness.testing import TestServer
 
-RANKGPT = "rankgpt:window=4,step=2"
+RERANKER = "llm-double:depth=4"  # an LLM reranker: the test double of tests/llm_double.py
+
+
+@pytest.fixture(autouse=True)
+def _llm_reranker(llm_double: str) -> None:
+    """``RERANKER`` is installed for every test here (an entry point, as a plugin's)."""
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -48,7 +53,7 @@ def eval_args(tmp_path: Path, *extra: str) -> list[str]:
 @pytest.mark.parametrize("value", ["nan", "inf", "-1", "1e9"])
 def test_llm_seconds_are_finite_and_in_range(tmp_path, option, value):
     with TestServer() as srv:
-        res = run_cli(*eval_args(tmp_path, "--reranker", RANKGPT, "--llm", srv.spec(), option, value))
+        res = run_cli(*eval_args(tmp_path, "--reranker", RERANKER, "--llm", srv.spec(), option, value))
         assert_one_error(res, option)
         assert srv.requests_total == 0
 
@@ -57,7 +62,7 @@ def test_llm_seconds_are_finite_and_in_range(tmp_path, option, value):
                                       "HARNESS_BATCH_POLL", "HARNESS_REPLICA_RETRY"])
 def test_llm_seconds_from_the_environment_are_finite(tmp_path, variable):
     with TestServer() as srv:
-        res = run_cli(*eval_args(tmp_path, "--reranker", RANKGPT, "--llm", srv.spec()), env={variable: "nan"})
+        res = run_cli(*eval_args(tmp_path, "--reranker", RERANKER, "--llm", srv.spec()), env={variable: "nan"})
         assert_one_error(res, "nan")
         assert srv.requests_total == 0
 
@@ -65,7 +70,7 @@ def test_llm_seconds_from_the_environment_are_finite(tmp_path, variable):
 @pytest.mark.parametrize("arg", ["timeout=nan", "connect_timeout=NaN", "timeout=-5", "timeout=1e400"])
 def test_llm_seconds_in_a_spec_are_finite(tmp_path, arg):
     with TestServer() as srv:
-        res = run_cli(*eval_args(tmp_path, "--reranker", RANKGPT, "--llm", f"{srv.spec()},{arg}"))
+        res = run_cli(*eval_args(tmp_path, "--reranker", RERANKER, "--llm", f"{srv.spec()},{arg}"))
         assert_one_error(res, "must be a finite number")
         assert srv.requests_total == 0
 
@@ -110,7 +115,7 @@ def test_a_bad_price_file_is_one_message_before_any_work(tmp_path, name):
     content, needle = PRICE_FILES[name]
     path = _prices(tmp_path, name, content)
     with TestServer() as srv:
-        res = run_cli(*eval_args(tmp_path, "--reranker", RANKGPT, "--llm", srv.spec(), "--prices", str(path)))
+        res = run_cli(*eval_args(tmp_path, "--reranker", RERANKER, "--llm", srv.spec(), "--prices", str(path)))
         assert_one_error(res, "--prices", needle)
         assert srv.requests_total == 0
 
@@ -128,7 +133,7 @@ def test_a_price_file_that_is_not_a_regular_file_is_never_read(tmp_path):
 def test_a_good_price_file_prices_the_run(tmp_path):
     path = _prices(tmp_path, "p.toml", b'[models]\n"openai-compatible:test-model" = { input = 1000, output = 0 }\n')
     with TestServer(reply=lambda req: "[2] > [1]") as srv:
-        res = run_cli(*eval_args(tmp_path, "--reranker", RANKGPT, "--llm", srv.spec(), "--prices", str(path),
+        res = run_cli(*eval_args(tmp_path, "--reranker", RERANKER, "--llm", srv.spec(), "--prices", str(path),
                                  "--json", "-o", str(tmp_path / "out")))
         assert res.returncode == 0, res.stderr
     usage = json.loads((tmp_path / "out" / "results.json").read_text())["usage"]
@@ -155,7 +160,7 @@ def test_a_folder_where_a_result_file_goes_fails_before_work(tmp_path, name):
     out = tmp_path / "out"
     (out / name).mkdir(parents=True)
     with TestServer(reply=lambda req: "[2] > [1]") as srv:
-        res = run_cli(*eval_args(tmp_path, "--reranker", RANKGPT, "--llm", srv.spec(), "-o", str(out)))
+        res = run_cli(*eval_args(tmp_path, "--reranker", RERANKER, "--llm", srv.spec(), "-o", str(out)))
         assert_one_error(res, str(out / name), "not a file")
         assert srv.requests_total == 0
 
@@ -186,14 +191,14 @@ def test_local_arguments_are_checked(tmp_path, arg, needle):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'harness-ir[local]')")
     gguf = tmp_path / "m.gguf"
     tiny_gguf(gguf, GOOD)
-    res = run_cli(*eval_args(tmp_path, "--reranker", RANKGPT, "--llm", f"local:path={gguf},{arg}"))
+    res = run_cli(*eval_args(tmp_path, "--reranker", RERANKER, "--llm", f"local:path={gguf},{arg}"))
     assert_one_error(res, needle)
 
 
 @pytest.mark.parametrize("urls", ['["HTTP://h:8000/v1","http://h:8000/v1"]', '["http://H/v1/","http://h:80/v1"]',
                                   '["https://h/v1","https://h:443/v1/"]'])
 def test_one_replica_written_two_ways_is_listed_twice(tmp_path, urls):
-    res = run_cli(*eval_args(tmp_path, "--reranker", RANKGPT, "--llm", f"vllm:m:base_url={urls}"))
+    res = run_cli(*eval_args(tmp_path, "--reranker", RERANKER, "--llm", f"vllm:m:base_url={urls}"))
     assert_one_error(res, "listed twice")
 
 
@@ -287,7 +292,7 @@ def local_extra():
 ])
 def test_a_bad_gguf_template_is_one_message_naming_the_file(tmp_path, local_extra, template, needle):
     gguf = tiny_gguf(tmp_path / "crafted.gguf", template)
-    res = run_cli(*eval_args(tmp_path, "--reranker", RANKGPT, "--llm", f"local:path={gguf},timeout=5",
+    res = run_cli(*eval_args(tmp_path, "--reranker", RERANKER, "--llm", f"local:path={gguf},timeout=5",
                              "-o", str(tmp_path / "out")))
     assert_one_error(res, str(gguf), "chat template", needle)
     assert not (tmp_path / "out" / "results.json").exists()
@@ -297,13 +302,13 @@ def test_the_call_budget_bounds_the_render(tmp_path, local_extra):
     """--llm-budget (the call's budget across retries) stops a render as local:timeout=S does."""
     gguf = tiny_gguf(tmp_path / "slow.gguf", "{% for i in range(100000) %}{% for j in range(100000) %}"
                                                "{% endfor %}{% endfor %}")
-    res = run_cli(*eval_args(tmp_path, "--reranker", RANKGPT, "--llm", f"local:path={gguf}", "--llm-budget", "3"))
+    res = run_cli(*eval_args(tmp_path, "--reranker", RERANKER, "--llm", f"local:path={gguf}", "--llm-budget", "3"))
     assert_one_error(res, str(gguf), "within 3 s")
 
 
 def test_a_template_longer_than_the_bound_is_refused_before_loading(tmp_path, local_extra):
     gguf = tiny_gguf(tmp_path / "long.gguf", "x" * ((1 << 20) + 1))
-    res = run_cli(*eval_args(tmp_path, "--reranker", RANKGPT, "--llm", f"local:path={gguf}"))
+    res = run_cli(*eval_args(tmp_path, "--reranker", RERANKER, "--llm", f"local:path={gguf}"))
     assert_one_error(res, str(gguf), "at most 1,048,576")
 
 
@@ -335,8 +340,8 @@ def test_the_bounded_render_gives_llama_cpp_pythons_own_prompt(local_extra):
 
 def test_a_good_gguf_template_still_runs_the_evaluation(tmp_path, local_extra):
     gguf = tiny_gguf(tmp_path / "good.gguf", GOOD)
-    res = run_cli(*eval_args(tmp_path, "--reranker", RANKGPT, "--llm", f"local:path={gguf},max_tokens=4",
+    res = run_cli(*eval_args(tmp_path, "--reranker", RERANKER, "--llm", f"local:path={gguf},max_tokens=4",
                              "-o", str(tmp_path / "out")))
     assert res.returncode == 0, res.stdout + res.stderr
     results = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert results["usage"]["total"]["calls"] > 0  # the tiny model answered (meaningless text) every window
+    assert results["usage"]["total"]["calls"] > 0  # the tiny model answered (meaningless text) every request

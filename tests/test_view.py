@@ -19,6 +19,7 @@ import harness
 from harness.cli import cli
 from harness.concepts.errors import HarnessError
 from harness.llm.cache import LLMCache
+from harness.testing import requires_plugin
 from harness.view.bundle import write_bundle
 from harness.view.catalog import Catalog
 from tests.view_fixtures import (
@@ -121,6 +122,7 @@ def test_first_stage_run_is_shown_when_present(demo_runs, tmp_path):
     assert q["rankings"]["first_stage[default]"] == q["rankings"]["final[default]"]
 
 
+@requires_plugin("harness-rankgpt")  # RankGPT's windows: the calls a component logs per query
 def test_llm_calls_recorded_per_query_and_read_from_the_cache(tmp_path, monkeypatch):
     from harness.testing import TestServer
 
@@ -144,11 +146,16 @@ def _llm_calls(tmp_path, srv):
     for c in calls:  # every recorded key is the cached entry of a request the server received
         entry = cache.get(c["key"])
         assert entry is not None and json.dumps(entry["key"]["messages"], sort_keys=True) in sent
-    cat = Catalog([tmp_path / "run"])
+    # the cache lies outside the results folder: opened only when named (--cache), else a note says how
+    assert all(c["cache"] == str(tmp_path / "cache" / "llm") for c in calls)
+    alone = Catalog([tmp_path / "run"]).query_payload("r1", "q3")
+    assert "--cache DIR" in alone["llm_note"] and not any("reply" in c for c in alone["llm_calls"])
+    cat = Catalog([tmp_path / "run"], cache_dir=tmp_path / "cache")
     q = cat.query_payload("r1", "q3")
     mine = [c for c in calls if c["query_id"] == "q3"]
     assert [c["key"] for c in q["llm_calls"]] == [c["key"] for c in mine]
     for shown in q["llm_calls"]:
+        assert "reply" in shown, shown
         assert shown["reply"] == reversed_window({"messages": shown["messages"]})
         assert "What is diabetes?" in shown["messages"][1]["content"]
     # a rerun is served from the cache: every call recorded as a hit
@@ -233,7 +240,7 @@ def test_a_file_outside_the_folder_is_never_read(demo_runs, tmp_path):
 def test_payloads_are_escaped_in_every_json(tmp_path):
     cache = tmp_path / "cache"
     folder = payload_folder(tmp_path, cache)
-    with serving([folder]) as srv:
+    with serving([folder], cache_dir=cache) as srv:
         bodies = []
         for path in ["/api/runs.json", "/api/run/r1.json",
                      *(f"/api/query/r1/{urllib.request.quote(q, safe='')}.json" for q in QIDS)]:
@@ -250,7 +257,7 @@ def test_payloads_are_escaped_in_every_json(tmp_path):
         assert q["query_id"] == qid and q["queries"]["default"]["text"] == TEXT
         (call,) = q["llm_calls"]
         assert call["reply"] == TEXT and call["messages"][0]["content"] == TEXT and call["error"] == TEXT
-    out = write_bundle(Catalog([folder]), tmp_path / "bundle", permutations=100)
+    out = write_bundle(Catalog([folder], cache_dir=cache), tmp_path / "bundle", permutations=100)
     names = [p.relative_to(out / "data").as_posix() for p in (out / "data").rglob("*.js")]
     assert all(set(n) <= set("abcdefghijklmnopqrstuvwxyz0123456789_-/.") for n in names), names
     for p in (out / "data").rglob("*.js"):
@@ -292,8 +299,8 @@ def test_bundle_holds_the_same_payloads(demo_runs, tmp_path):
     chunk = (out / "data" / "q" / "r1" / "0.js").read_text().splitlines()
     assert len(chunk) == 10 and chunk[0].startswith('HV.put("query/r1/q1",')
     assert (out / "data" / "compare" / "r1_r2.js").is_file() and (out / "data" / "compare" / "r2_r1.js").is_file()
-    again = CliRunner().invoke(cli, ["view", "--bundle", str(tmp_path / "b"), str(root / "bm25")])
-    assert again.exit_code == 0  # a bundle folder may be rewritten
+    again = CliRunner().invoke(cli, ["view", "--bundle", str(tmp_path / "b"), str(root / "bm25"), "--overwrite"])
+    assert again.exit_code == 0, again.output  # a bundle folder may be rewritten (with --overwrite)
     assert not (out / "data" / "run" / "r2.js").exists()
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "keep.txt").write_text("x")

@@ -24,6 +24,7 @@ import pytest
 
 import harness
 from harness.llm.cache import LLMCache
+from harness.testing import plugin_missing
 from harness.view.bundle import write_bundle
 from harness.view.catalog import Catalog
 from tests.view_fixtures import (
@@ -71,7 +72,7 @@ def _dl19(root: Path) -> list[str]:
     """DL19 reranked by RankGPT against a loopback server: an oracle (each window sorted by its
     passages' qrels grades) and the identity permutation (BM25's order)."""
     missing = []
-    if importlib.util.find_spec("harness_rankgpt") is None:
+    if plugin_missing("harness-rankgpt"):  # installed: the run finds it by its entry point
         missing.append("the harness-rankgpt plugin")
     if not (_shared() / "trec-dl" / "bm25_top100.dl19.json").is_file():
         missing.append("TREC DL19 data (set HARNESS_DATA, see docs/data.md)")
@@ -110,7 +111,7 @@ def _dl19(root: Path) -> list[str]:
 
 
 def _infosearch(root: Path) -> list[str]:
-    if importlib.util.find_spec("harness_infosearch") is None:
+    if plugin_missing("harness-infosearch"):
         _missing(["the harness-infosearch plugin"], "the InfoSearch view walk")
     import harness_infosearch
 
@@ -127,7 +128,7 @@ def _birco(root: Path) -> list[str]:
     needed = [f"birco/{t}/{f}" for t in ("arguana", "wtb", "clinical-trial", "relic")
               for f in ("test_set.pickle", "e5_rank.pickle")]
     missing = []
-    if importlib.util.find_spec("harness_birco") is None:
+    if plugin_missing("harness-birco"):
         missing.append("the harness-birco plugin")
     if any(not (_shared() / f).is_file() for f in needed):
         missing.append("BIRCO data (set HARNESS_DATA or run `harness data download birco`)")
@@ -145,11 +146,13 @@ def results(tmp_path_factory) -> dict[str, Any]:
     made = {"dl19": _dl19(root / "dl19"), "infosearch": _infosearch(root / "infosearch"),
             "birco": _birco(root / "birco")}
     payload_root = root / "payloads"
-    cache = root / "payload-cache"
-    payload_folder(payload_root, cache)
-    payload_folder(payload_root, cache, name=JS, shift=0.1)
+    from harness.runtime.cachedir import default_cache_dir
+
+    cache = default_cache_dir()  # the DL19 runs' cache too: the view is given it (--cache)
+    payload_folder(payload_root, cache / "llm")
+    payload_folder(payload_root, cache / "llm", name=JS, shift=0.1)
     return {"roots": [root / "dl19", root / "infosearch", root / "birco", payload_root], "made": made,
-            "root": root}
+            "root": root, "cache": cache}
 
 
 # -- the browser ---------------------------------------------------------------------------------
@@ -365,8 +368,8 @@ def _walks(page, base: str, res: dict[str, Any], catalog: Catalog, tmp_path: Pat
 
 
 def test_view_walk_on_the_server_and_the_bundle(results, tmp_path):
-    catalog = Catalog(results["roots"])
-    with serving(results["roots"]) as srv, _page(srv.url) as page:
+    catalog = Catalog(results["roots"], cache_dir=results["cache"])
+    with serving(results["roots"], cache_dir=results["cache"]) as srv, _page(srv.url) as page:
         _walks(page, srv.url, results, catalog, tmp_path, shots=True)
     bundle = write_bundle(catalog, tmp_path / "bundle", permutations=1000)
     with _page("file://") as page:

@@ -3,8 +3,10 @@
 llama.cpp's server by ``base_url``), through the LLM layer (:mod:`harness.llm.embeddings`): its cache,
 endpoints, retries, failure policy, usage and prices, dry run and Batch API.
 
-The dense presets' query and document templates apply; vectors are L2-normalised (cosine) unless
-``normalize=false``; the search is exact, by the same blockwise top-k code as ``dense``. A document that
+The dense presets' query and document templates apply; vectors are L2-normalised (cosine, computed in
+float64 after dividing by the largest magnitude, so a server's scale never changes a ranking) unless
+``normalize=false``; every vector is checked (:mod:`harness.llm.embeddings`: numbers, finite, not all
+zeros, one length across the run); the search is exact, by the same blockwise top-k code as ``dense``. A document that
 could not be embedded is left out of the search, counted and named in ``stats()`` (results.json), and
 its failed request makes the run INCOMPLETE; a query that could not be embedded gets no ranking.
 ``index=FOLDER`` searches an index built with ``harness index build -r openai-embeddings:...``: the
@@ -130,7 +132,9 @@ class APIEncoder:
         result = self.client.embed([render(template, t) for t in texts])
         vecs = result.vectors
         if self.normalize and vecs.shape[1]:
-            vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+            from harness.llm.embeddings import unit_rows
+
+            vecs = unit_rows(vecs)  # in float64, whatever the vectors' scale (1e20 and 1e-30 rank alike)
         for row, why in result.errors.items():
             if result.failed[row]:
                 self.failures[texts[row]] = why
@@ -155,7 +159,10 @@ class APIEncoder:
             return {"reported": None}
         mine = [m for m in data if isinstance(m, dict) and m.get("id") == self.model_name]
         keep = mine[:1] or [m for m in data[:20] if isinstance(m, dict)]
-        text = json.dumps(keep, default=str)[:20_000]
+        try:
+            text = json.dumps(keep, default=str)[:20_000]
+        except (ValueError, RecursionError):  # a server's reply nested past the encoder's limit
+            return {"reported": None, "listed": len(data), "model_listed": bool(mine)}
         return {"reported": json.loads(text) if len(text) < 20_000 else text, "listed": len(data),
                 "model_listed": bool(mine)}
 

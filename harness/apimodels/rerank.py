@@ -2,20 +2,28 @@
 Voyage, TEI, vLLM, llama.cpp's server (``--reranking``) and Infinity, through the LLM layer's endpoint,
 retries, failure policy, usage, prices, dry run and reply cache.
 
-Each query's pool (its candidates found in the corpus, each document cut to ``max_doc_bytes`` UTF-8 bytes
-at a character boundary, counted) is scored in requests of at most ``max_documents`` documents (the
-provider's documented limit by default). Scores of separate requests are merged: every provider here
-scores each (query, document) pair on its own (a cross-encoder; Cohere's and Voyage's relevance scores are
-normalised per pair), so they are comparable across requests, and a split pool ranks as one large request
-would. Scores are cached per (provider, base URL, model, query, document): a warm rerun sends nothing.
-A document whose request failed (after retries) is counted, named, and goes after the scored ones in its
-incoming order; the run is INCOMPLETE.
+Each query's pool (its candidates found in the corpus, each document whole: the provider applies its own
+token limit with its own tokenizer, :data:`TRUNCATION` says how; cut to ``max_doc_bytes`` UTF-8 bytes at a
+character boundary, and counted, only when the user names that option) is scored in requests of at most
+``max_documents`` documents (the provider's documented limit by default). Scores of separate requests are
+merged: every provider here scores each (query, document) pair on its own (a cross-encoder; Cohere's and
+Voyage's relevance scores are normalised per pair), so they are comparable across requests, and a split
+pool ranks as one large request would. Scores are cached per (provider, base URL, model, query, document):
+a warm rerun sends nothing. A document whose request failed (after retries) is counted, named, and goes
+after the scored ones in its incoming order; the run is INCOMPLETE. A reply that is not a finite number
+for each document sent, each once, is such a failure (:func:`harness.llm.rerank.parse`); a score read from
+the cache is used only if it is the plain decimal text the harness writes (otherwise it is asked for
+again, counted in ``cache_refused``). ``--llm-timeout`` and ``--llm-connect-timeout`` apply unless the
+spec sets ``timeout``.
 """
 
 from __future__ import annotations
 
+import math
+import re
 import threading
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from harness.concepts.context import ComponentContext
@@ -28,9 +36,21 @@ from harness.llm.types import Reply, TokenCounts
 from harness.runtime.redact import redact_url
 
 NAME = "rerank-api"
-#: documents are cut to this many UTF-8 bytes by default (about 4,096 tokens at 4 bytes a token)
-MAX_DOC_BYTES = 16_384
 MAX_NAMED = 1000
+#: what each provider documents it does with a document over its token limit (the harness has none of their
+#: tokenizers, so it sends documents whole and the provider counts; results.json's ``stats.truncation``)
+TRUNCATION: Mapping[str, str] = MappingProxyType({
+    "cohere": "by Cohere: each document cut to max_tokens_per_doc tokens (4,096 by default; docs.cohere.com/"
+              "reference/rerank, v2) with its own tokenizer",
+    "jina": "by Jina's server, to the model's maximum length (no per-document limit found documented)",
+    "voyage": "by Voyage: the query and each document cut to the model's context length (truncation=true, "
+              "the default; docs.voyageai.com/reference/reranker-api)",
+    "tei": "none: TEI refuses an input over the model's maximum length unless started with --auto-truncate "
+           "(the request fails: the run is INCOMPLETE)",
+    "compatible": "by the server, as it is configured (vLLM, llama.cpp, Infinity)",
+})
+#: a score as the cache holds it (``repr`` of a finite float): no ``_``, no ``nan``, no ``inf``
+_STORED = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 
 
 def cut(text: str, limit: int) -> tuple[str, bool]:
@@ -47,7 +67,7 @@ class RerankAPIReranker:
 
     def __init__(self, model: str = "", provider: str = "cohere", base_url: str | None = None,
                  api_key_env: str | None = None, max_documents: int | None = None,
-                 max_doc_bytes: int = MAX_DOC_BYTES, max_concurrency: int | None = None,
+                 max_doc_bytes: int | None = None, max_concurrency: int | None = None,
                  timeout: float | None = None, cache: bool = True, context: ComponentContext | None = None) -> None:
         from harness import Context
         from harness.llm.rerank import PROVIDERS, RerankProvider
@@ -61,16 +81,19 @@ class RerankAPIReranker:
         ctx = Context.of(context)
         s = ctx.llm.settings
         self.dry_run = bool(s.dry_run)
+        timeouts = {name: value for name, value in (("timeout", s.timeout if timeout is None else timeout),
+                                                    ("connect_timeout", s.connect_timeout)) if value is not None}
         try:
-            self.provider = RerankProvider(model or "tei", str(provider), base_url, api_key_env,
-                                           **({"timeout": timeout} if timeout is not None else {}),
+            self.provider = RerankProvider(model or "tei", str(provider), base_url, api_key_env, **timeouts,
                                            require_key=not self.dry_run)
         except (TypeError, ValueError) as exc:
             raise HarnessError(f"{NAME}: {exc}") from None
         if s.batch:
             raise HarnessError(f"--llm-batch: {NAME} has no batch API; drop --llm-batch")
         self.max_documents = int(max_documents or PROVIDERS[provider].max_documents)
-        self.max_doc_bytes = int(max_doc_bytes)
+        self.max_doc_bytes = None if max_doc_bytes is None else int(max_doc_bytes)
+        self.truncation = (f"documents cut to their first {self.max_doc_bytes:,} UTF-8 bytes (max_doc_bytes), "
+                           if self.max_doc_bytes else "documents sent whole; ") + f"then {TRUNCATION[provider]}"
         conc = int(max_concurrency or s.max_concurrency)
         self.endpoint = ctx.llm.endpoint(self.provider, conc)
         self.retry = s.retry
@@ -78,7 +101,7 @@ class RerankAPIReranker:
         self.cache = ctx.llm.cache() if cache and s.use_cache else None
         self.label = f"{self.provider.name}:{self.provider.model}"
         ctx.llm.add_client(self)
-        self.requests = self.scored = self.cache_hits = self.truncated = 0
+        self.requests = self.scored = self.cache_hits = self.truncated = self.cache_refused = 0
         self.failed: dict[str, list[str]] = {}
         self._lock = threading.Lock()
 
@@ -87,12 +110,16 @@ class RerankAPIReranker:
         return {"api": NAME, "provider": self.provider.name, "model": self.provider.model,
                 "base_url": redact_url(self.provider.base_url or ""), "path": shape.path,
                 "max_documents": self.max_documents, "max_doc_bytes": self.max_doc_bytes,
+                "truncation": self.truncation,
                 "usage_unit": shape.usage_unit, "cache": None if self.cache is None else str(self.cache.path)}
 
     def stats(self) -> dict[str, Any]:
         failed = sorted({d for docs in self.failed.values() for d in docs})
         out: dict[str, Any] = {"requests": self.requests, "scored": self.scored, "cache_hits": self.cache_hits,
-                               "truncated": self.truncated, "failed_documents": len(failed)}
+                               "truncated": self.truncated, "truncation": self.truncation,
+                               "failed_documents": len(failed)}
+        if self.cache_refused:
+            out["cache_refused"] = self.cache_refused
         if failed:
             out["failed_document_ids"] = failed[:MAX_NAMED]
             out["transport_failures_per_query"] = {q: len(d) for q, d in self.failed.items()}
@@ -109,7 +136,14 @@ class RerankAPIReranker:
         from harness.llm.cache import key_of
 
         entry = self.cache.get(key_of(self.payload(query, doc)))
-        return None if entry is None else float(entry["reply"]["text"])
+        if entry is None:
+            return None
+        text = (entry.get("reply") or {}).get("text") if isinstance(entry, dict) else None
+        if isinstance(text, str) and len(text) <= 40 and _STORED.fullmatch(text) and math.isfinite(float(text)):
+            return float(text)
+        with self._lock:
+            self.cache_refused += 1
+        return None
 
     def _store(self, query: str, doc: str, score: float) -> None:
         if self.cache is not None:
@@ -176,7 +210,8 @@ class RerankAPIReranker:
             known = [d for d in hits if d in corpus]
             texts = []
             for d in known:
-                text, was_cut = cut(corpus[d].full_text(), self.max_doc_bytes)
+                text, was_cut = cut(corpus[d].full_text(), self.max_doc_bytes) if self.max_doc_bytes else (
+                    corpus[d].full_text(), False)
                 texts.append(text)
                 if was_cut:
                     with self._lock:

@@ -46,6 +46,9 @@ def cache_info_cmd(cache_dir: str | None, as_json: bool) -> None:
     click.echo(f"size:    {_size(info['size_bytes'])}")
     for model, n in sorted(info["by_model"].items()):
         click.echo(f"  {model:<50} {n:>8}")
+    if info["refused"]:
+        click.echo(f"refused: {info['refused']} entries the harness did not write (another diskcache mode such as "
+                   "pickle, or a file outside the folder): never decoded, treated as missing")
     if info["pending_batches"]:
         click.echo(f"pending batches: {info['pending_batches']} (`harness batch status` lists them)")
     if info["corrupt_copies"]:

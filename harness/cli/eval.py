@@ -16,7 +16,9 @@ from harness.llm import EXIT_INCOMPLETE, banner, usage_table
 @click.option("--task", "-t", help="Task name (see `harness list-plugins`), e.g. trec-dl19, scifact, demo.")
 @click.option("--dataset", "-d", help="Dataset spec instead of a task, e.g. beir:path=/data/scifact.")
 @click.option("--retriever", "-r", help="First stage, e.g. bm25, dense:model=..., plugin:nv-embed. "
-              "Default: the task's (its candidates in the re-ranking setting).")
+              "Default: the task's (its candidates in the re-ranking setting); with --dataset, the dataset's "
+              "candidates when it carries them (top_ranked, pools), else bm25. Naming another retriever sets "
+              "the candidates aside (said on stderr, recorded in results.json).")
 @click.option("--reranker", "rerankers", multiple=True, help="Reranker spec; repeat to chain.")
 @click.option("--judge", "-j", help="Judge spec, e.g. instfol.")
 @click.option("--metric", "-m", "metrics", multiple=True, help="Metric; repeatable. Default: the task's.")

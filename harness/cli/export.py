@@ -22,8 +22,10 @@ def export_group() -> None:
 def export_mteb_cmd(runs, output, model, revision) -> None:
     """MTEB result files (TaskResult JSON + model_meta.json) of results folders whose tasks exist in MTEB.
 
-    A run is refused, with the reason and nothing written, when its task has no MTEB counterpart, differs
-    from MTEB's (other pool, split, revision), read other data than the task pins, or is incomplete."""
+    The MTEB task is the one the task registered under the run's name corresponds to, never the block its
+    results.json carries. A run is refused, with the reason and nothing written, when its task has no MTEB
+    counterpart, differs from MTEB's (other pool, split, revision), its results.json disagrees with the
+    registered task (another MTEB task or revision, other data than the task pins), or it is incomplete."""
     from harness.results.mteb_export import export_mteb
 
     paths = export_mteb(list(runs), output, model=model, revision=revision, context=make_context(check_data=False))

@@ -62,6 +62,11 @@ def info_cmd(folder: str, as_json: bool) -> None:
                    f"stopwords {info['stopwords']}, stemmer {info['stemmer']})")
         click.echo(f"documents:  {info['documents']}, {info['terms']} terms, {info['postings']} postings")
         click.echo(f"corpus:     task {info['source'].get('task')}, corpus sha256 {info['corpus_sha256']}")
+        click.echo("checksums:  " + ("sha256 of every file and of the manifest's fields recorded; the manifest's "
+                                     f"checked, the files' not here (`harness index verify {folder}` checks them)"
+                                     if info["checksums"] else "none recorded (built before the harness recorded "
+                                     "them): bm25:index= and `harness index verify` refuse it; rebuild with "
+                                     "--overwrite"))
         return
     model = info.get("model") or {}
     click.echo(f"index:      {folder}")
@@ -83,11 +88,15 @@ def info_cmd(folder: str, as_json: bool) -> None:
 @index_group.command("verify")
 @click.argument("folder", type=click.Path(exists=True, file_okay=False))
 def verify_cmd(folder: str) -> None:
-    """Check an index whole: manifest, shards, headers, ids, and every file's sha256 against the one its
-    build recorded. Exit 0: all match; 1: a file differs (each is named with both digests); 2: malformed."""
+    """Check an index whole (dense or BM25): manifest, shards, headers, ids, and every file's sha256 against
+    the one its build recorded. Exit 0: all match; 1: a file differs (each is named with both digests);
+    2: malformed."""
     from harness import verify_index
 
     report = verify_index(folder)
+    if report.get("kind") == "harness-bm25-index":
+        _bm25_verified(folder, report)
+        return
     if report["checksums"] is None:
         click.echo(f"{folder}: {report['shards']} shard(s); manifest, shard.json, emb.npy headers and ids checked; "
                    f"no checksums recorded (built before the harness recorded them), so the vectors could not be "
@@ -100,3 +109,15 @@ def verify_cmd(folder: str) -> None:
         click.echo(f"{folder}: {shards} of {report['shards']} shard(s) differ from what the build recorded", err=True)
         click.get_current_context().exit(1)
     click.echo(f"{folder}: {report['shards']} shard(s) verified: sha256 of every emb.npy and ids.json matches")
+
+
+def _bm25_verified(folder: str, report: dict) -> None:
+    """``harness index verify`` of a BM25 index: each differing file with both digests, exit 1."""
+    for m in report["mismatches"]:
+        click.echo(f"{m['file']}: sha256 {m['sha256']}, recorded {m['recorded']}", err=True)
+    if report["mismatches"]:
+        click.echo(f"{folder}: {len(report['mismatches'])} of {len(report['files'])} file(s) differ from what the "
+                   f"build recorded", err=True)
+        click.get_current_context().exit(1)
+    click.echo(f"{folder}: BM25 index verified: the manifest's fields and the sha256 of every file "
+               f"({', '.join(report['files'][1:])}) match what the build recorded")

@@ -2,7 +2,9 @@
 
 A ``<TaskName>.json`` written by mteb (``TaskResult.to_disk``) or ``harness export mteb``, or a folder of them,
 becomes a *leaderboard* system: its scores are mapped back to harness metric names through the ``mteb`` block
-of the task it corresponds to (from the runs' ``results.json``, else the registered task). It has no per-query
+of the registered task a compared run corresponds to, where the run's ``results.json`` agrees with that task's
+pins, or, for a ``--dataset mteb:`` run, of the known MTEB task whose published dataset its identity records
+(``harness.results.mteb_identity``; the block results.json carries decides nothing). It has no per-query
 scores, so no paired test is claimed for it. The files are untrusted: bounded size, types checked, one message."""
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.concepts.context import ComponentContext
-from harness.concepts.errors import DataError, HarnessError
-from harness.concepts.mteb_block import check_mteb_block, defaults
+from harness.concepts.errors import HarnessError
+from harness.concepts.mteb_block import defaults
 from harness.results import folder as files_in
 from harness.results.store import StoredResults
 
@@ -101,28 +103,23 @@ def metrics_of(f: Path, data: dict[str, Any], block: dict[str, Any]) -> dict[str
 
 
 def blocks_of(runs: list[Any], context: ComponentContext | None = None) -> dict[str, tuple[str, dict[str, Any]]]:
-    """MTEB task name -> (harness task, its mteb block), from the runs' results.json, else the registered task."""
-    from harness.concepts.errors import UnknownComponentError
+    """MTEB task name -> (harness task, its mteb block), from each run's registered task where the run's
+    results.json agrees with it, or from a ``--dataset mteb:`` run's dataset identity and the table of MTEB tasks
+    (``harness.results.mteb_identity.decide``); a run whose record disagrees (a block no registered task backs,
+    another MTEB task or revision, other data, an identity that disagrees with its spec) is one error naming
+    results.json."""
     from harness.context import Context
+    from harness.results.mteb_identity import decide
 
     out: dict[str, tuple[str, dict[str, Any]]] = {}
-    ctx = None
+    ctx = Context.of(context) if runs else None
     for system in runs:
         for task, tr in system.tasks.items():
-            block = (tr.stored.data.get("task") or {}).get("mteb")
-            if block is None:
-                try:
-                    ctx = ctx or Context.of(context)
-                    block = ctx.registry.create("task", task, ctx).mteb or None
-                except (UnknownComponentError, HarnessError):
-                    block = None
-            if block is None:
-                continue
-            try:
-                check_mteb_block(block, f"{tr.stored.path}: task")
-            except DataError as exc:
-                raise HarnessError(str(exc)) from None
-            out.setdefault(block["task_name"], (task, defaults(block)))
+            block, why = decide(tr.stored, ctx)
+            if why is not None:
+                raise HarnessError(why)
+            if block:
+                out.setdefault(block["task_name"], (task, defaults(block)))
     return out
 
 

@@ -65,6 +65,12 @@ class Dataset:
     def modes(self) -> list[str]:
         return list(self.queries)
 
+    @property
+    def carries_candidates(self) -> bool:
+        """Whether the data gives candidate lists (``top_ranked``, a pool, a run of candidates) for some
+        query: the task as its data defines it ranks those, and a plain ``--dataset`` ranks them by default."""
+        return any(hits for run in (self.candidates or {}).values() for hits in run.values())
+
     def validate(self) -> dict[str, int]:
         """Check consistency; return counts of references to unknown ids (reported, never dropped
         silently). Raises :class:`DataError` for an empty query set."""

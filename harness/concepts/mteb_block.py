@@ -14,6 +14,8 @@ from harness.concepts.errors import DataError
 MTEB_KEYS = ("task_name", "dataset", "dataset_revision", "split", "hf_subset", "main_score", "metrics",
              "languages", "differs")
 REQUIRED = ("task_name", "dataset", "dataset_revision", "metrics")
+#: the keys that say which MTEB task and data a block is (the others say how its scores are written)
+IDENTITY_KEYS = ("task_name", "dataset", "dataset_revision", "split", "hf_subset")
 _COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.()\-]{0,199}$")
 _KEY = re.compile(r"^[A-Za-z0-9_@.\-\[\]:]{1,100}$")
@@ -98,4 +100,17 @@ def defaults(block: dict[str, Any]) -> dict[str, Any]:
     if "main_score" not in out:
         keys = mteb_keys(block)
         out["main_score"] = "ndcg_at_10" if "ndcg_at_10" in keys else keys[0]
+    return out
+
+
+def block_disagreements(claim: dict[str, Any], registered: dict[str, Any], where: str = "mteb") -> list[str]:
+    """Where a claimed block (read back from results.json) says another MTEB task or data than the registered
+    one: each :data:`IDENTITY_KEYS` key that differs (defaults filled in), and ``differs`` set on one side only;
+    as ``"<where>.<key> is X, not Y"``. The metric map, main score and languages may differ (the registered
+    block's apply)."""
+    c, r = defaults(claim), defaults(registered)
+    out = [f"{where}.{k} is {c.get(k)!r:.100}, not {r.get(k)!r:.100}" for k in IDENTITY_KEYS if c.get(k) != r.get(k)]
+    if bool(c.get("differs")) != bool(r.get("differs")):
+        said = "set" if c.get("differs") else "absent"
+        out.append(f"{where}.differs is {said}, not as the registered block has it")
     return out

@@ -1,5 +1,6 @@
 """Tasks: declarative definitions (TOML files in ``tasks/``) naming a dataset, its default
-metrics, its first stage (given candidates or retrieval over the corpus) and the query format."""
+metrics, its first stage (given candidates, retrieval over the corpus, or ``auto``: the candidates when
+the dataset carries them) and the query format."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 
 from harness.concepts.errors import DataError
 from harness.concepts.query import DEFAULT_QUERY_FORMAT
+
+FIRST_STAGES = ("candidates", "retrieve", "auto")
 
 
 @dataclass(frozen=True)
@@ -39,8 +42,10 @@ class Task:
     description: str = ""
     dataset_args: dict[str, Any] = field(default_factory=dict)
     metrics: list[str] = field(default_factory=lambda: ["nDCG@10"])
-    first_stage: str = "candidates"  # "candidates" or "retrieve"
-    retriever: str = "bm25"  # default first stage when first_stage == "retrieve"
+    # "candidates" (the dataset's lists), "retrieve" (``retriever`` over the corpus) or "auto" (the candidates
+    # when the dataset carries them, else ``retriever``: what a plain ``--dataset`` runs)
+    first_stage: str = "candidates"
+    retriever: str = "bm25"  # default first stage when first_stage is "retrieve" (or "auto" without candidates)
     depth: int = 100
     query_format: str = DEFAULT_QUERY_FORMAT
     files: list[DataFile] = field(default_factory=list)
@@ -60,9 +65,10 @@ class Task:
     def __post_init__(self) -> None:
         if not self.dataset and not self.tasks:
             raise DataError(f"task {self.name!r} names neither a dataset nor member tasks", self.source or None)
-        if self.first_stage not in ("candidates", "retrieve"):
+        if self.first_stage not in FIRST_STAGES:
             raise DataError(
-                f"task {self.name!r}: first_stage must be 'candidates' or 'retrieve', not {self.first_stage!r}",
+                f"task {self.name!r}: first_stage must be 'candidates', 'retrieve' or 'auto', not "
+                f"{self.first_stage!r}",
                 self.source or None,
             )
         if self.mteb:

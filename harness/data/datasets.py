@@ -171,7 +171,7 @@ def load_rankllm_dataset(
     label = name or _stem(cand_path)
     data = read_rankllm(cand_path, name=label)
     _require_queries(data.queries, cand_path, "candidate lists")
-    meta: dict[str, Any] = {"conflicting_docs": data.conflicting_docs}
+    meta: dict[str, Any] = {}
     if topics is not None:
         topics_path = where.resolve(topics)
         files.append(topics_path)

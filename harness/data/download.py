@@ -7,9 +7,13 @@ every other file, and every file when a mirror is given, with the standard libra
 A ``urllib`` download goes to ``<file>.part``; an interrupted transfer leaves the ``.part`` and the
 next attempt resumes it with an HTTP ``Range`` request (or starts over when the server ignores
 the range). The sha256 is checked before the file is renamed into place, so a final file always
-has the expected content. A mirror (``base_url``, or the data folder's ``mirror`` from
-``$HARNESS_DATA_URL``) replaces each file's source URL by ``base_url + "/" + path``: that is how a
-mirror, or a local test server, serves the files.
+has the expected content. A transfer that sends no byte for ``$HARNESS_DOWNLOAD_TIMEOUT`` seconds
+(default 60; connecting and waiting for the answer count too) is resumed the same way, up to
+:data:`ATTEMPTS` times in all, then one message names the file, the URL and the timeout; a Hub file has
+the client's own timeouts instead (``HF_HUB_DOWNLOAD_TIMEOUT``, :mod:`harness.data.hub`).
+
+A mirror (``base_url``, or the data folder's ``mirror`` from ``$HARNESS_DATA_URL``) replaces each file's
+source URL by ``base_url + "/" + path``: that is how a mirror, or a local test server, serves the files.
 """
 
 from __future__ import annotations
@@ -29,13 +33,22 @@ from harness import __version__
 from harness.concepts.errors import DataError
 from harness.concepts.task import DataFile, Task
 from harness.data.folder import ENV_AUTO_DOWNLOAD, ENV_DATA_URL, POINT_ELSEWHERE, DataFolder
-from harness.data.hub import HubFile, MissingUpstream, download_hub_file, parse_hub_url, resolve_hub_revision
+from harness.data.hub import (
+    HubFile,
+    MissingUpstream,
+    check_hub_timeouts,
+    download_hub_file,
+    parse_hub_url,
+    resolve_hub_revision,
+)
 from harness.formats.files import sha256_file
 from harness.runtime.progress import ProgressSettings
 from harness.runtime.progress import progress as _progress
 
 CHUNK = 1 << 16
-TIMEOUT_S = 60.0
+TIMEOUT_S = 60.0  # the default read timeout of a plain download
+ENV_TIMEOUT = "HARNESS_DOWNLOAD_TIMEOUT"
+ATTEMPTS = 3  # tries of a plain download that stalls (each resumes the .part)
 USER_AGENT = f"harness/{__version__} (data download)"
 
 
@@ -77,11 +90,29 @@ def checksum_problem(path: Path, f: DataFile) -> str | None:
     return None
 
 
-def _open(url: str, start: int) -> Any:
+def read_timeout() -> float:
+    """Seconds without a byte after which a plain download stalls: ``$HARNESS_DOWNLOAD_TIMEOUT`` (a finite
+    number above 0, at most a day), default :data:`TIMEOUT_S`; else one :class:`DataError`."""
+    from harness.runtime.numbers import MAX_SECONDS, finite_number
+
+    raw = os.environ.get(ENV_TIMEOUT, "").strip()
+    if not raw:
+        return TIMEOUT_S
+    try:
+        return finite_number(raw, ENV_TIMEOUT, low=0.0, high=MAX_SECONDS, low_open=True)
+    except ValueError as exc:
+        raise DataError(str(exc)) from None
+
+
+class _Stalled(Exception):
+    """No byte arrived for the read timeout (while connecting, waiting for the answer or reading it)."""
+
+
+def _open(url: str, start: int, timeout: float) -> Any:
     headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity"}
     if start:
         headers["Range"] = f"bytes={start}-"
-    return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=TIMEOUT_S)
+    return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout)
 
 
 def _http_error(exc: urllib.error.HTTPError, url: str) -> DataError:
@@ -89,17 +120,19 @@ def _http_error(exc: urllib.error.HTTPError, url: str) -> DataError:
     return kind(f"download failed: HTTP {exc.code} {exc.reason} for {url}")
 
 
-def _open_or_fail(url: str, start: int) -> Any:
-    """Open ``url`` (from byte ``start``); network failures become :class:`DataError`, an HTTP 416
-    for a ranged request is passed on as :class:`urllib.error.HTTPError`."""
+def _open_or_fail(url: str, start: int, timeout: float) -> Any:
+    """Open ``url`` (from byte ``start``); network failures become :class:`DataError` (a timeout
+    :class:`_Stalled`), an HTTP 416 for a ranged request is passed on as :class:`urllib.error.HTTPError`."""
     try:
-        return _open(url, start)
+        return _open(url, start, timeout)
     except urllib.error.HTTPError as exc:
         if exc.code == 416 and start:
             raise
         raise _http_error(exc, url) from exc
     except (urllib.error.URLError, OSError, HTTPException) as exc:
         reason = getattr(exc, "reason", exc)
+        if isinstance(exc, TimeoutError) or isinstance(reason, TimeoutError):
+            raise _Stalled() from exc
         raise DataError(f"download failed: cannot reach {url} ({reason})") from exc
 
 
@@ -113,15 +146,37 @@ def _content_range_start(value: str | None) -> int | None:
         return None
 
 
-def download_file(f: DataFile, target: Path, url: str, progress: ProgressSettings | None = None) -> Path:
-    """Fetch one file to ``target`` through ``target.part`` (resuming it), verify, rename."""
+def download_file(f: DataFile, target: Path, url: str, progress: ProgressSettings | None = None,
+                  timeout: float | None = None) -> Path:
+    """Fetch one file to ``target`` through ``target.part`` (resuming it), verify, rename. A transfer with
+    no byte for ``timeout`` seconds (default :func:`read_timeout`) is resumed, :data:`ATTEMPTS` tries in
+    all, then one :class:`DataError` names the file, the URL and the timeout."""
+    seconds = read_timeout() if timeout is None else timeout
     part = target.with_name(target.name + ".part")
     target.parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return _attempt(f, target, part, url, progress, seconds)
+        except _Stalled:
+            kept = part.stat().st_size if part.is_file() else 0
+            if attempt == ATTEMPTS:
+                raise DataError(
+                    f"download of {f.path} from {url} stalled: no bytes for {seconds:g} s (${ENV_TIMEOUT}) in "
+                    f"{ATTEMPTS} tries; {kept} bytes kept in {part}: run the download again to resume, or raise "
+                    f"${ENV_TIMEOUT} for a slow connection") from None
+            print(f"[harness] {f.path}: no bytes for {seconds:g} s; resuming from byte {kept} ({attempt + 1}/"
+                  f"{ATTEMPTS})", file=sys.stderr, flush=True)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _attempt(f: DataFile, target: Path, part: Path, url: str, progress: ProgressSettings | None,
+             timeout: float) -> Path:
+    """One try of :func:`download_file`, from where ``part`` ends."""
     start = part.stat().st_size if part.is_file() else 0
     if f.size is not None and start > f.size:
         part.unlink()
         start = 0
-    resp, start = _open_resumed(url, start)
+    resp, start = _open_resumed(url, start, timeout)
     digest = hashlib.sha256()
     if resp is not None:
         _receive(resp, part, start, f, url, digest, progress)
@@ -130,11 +185,11 @@ def download_file(f: DataFile, target: Path, url: str, progress: ProgressSetting
     return _finalize(part, target, f, url, digest.hexdigest(), resumed=start > 0)
 
 
-def _open_resumed(url: str, start: int) -> tuple[Any | None, int]:
+def _open_resumed(url: str, start: int, timeout: float) -> tuple[Any | None, int]:
     """Open ``url`` from byte ``start`` and say where the body really starts: 0 when the server sends the
     whole file; no response when the range lies past the end (the ``.part`` may already be complete)."""
     try:
-        resp = _open_or_fail(url, start)
+        resp = _open_or_fail(url, start, timeout)
     except urllib.error.HTTPError as exc:
         if exc.code != 416 or not start:
             raise _http_error(exc, url) from exc
@@ -144,7 +199,7 @@ def _open_resumed(url: str, start: int) -> tuple[Any | None, int]:
     status = getattr(resp, "status", 200)
     if status == 206 and _content_range_start(resp.headers.get("Content-Range")) != start:
         resp.close()  # a range other than the one asked for: fetch the whole file instead
-        return _open_or_fail(url, 0), 0
+        return _open_or_fail(url, 0, timeout), 0
     if status != 206:
         return resp, 0  # the server ignored the range and sends the whole file: start over
     return resp, start
@@ -173,24 +228,48 @@ def _receive(resp: Any, part: Path, start: int, f: DataFile, url: str, digest: A
 
 
 def _copy_body(resp: Any, part: Path, start: int, url: str, digest: Any, bar: Any) -> int:
-    """Copy the body chunk by chunk into ``part``; return the number of bytes received."""
+    """Copy the body chunk by chunk into ``part``; return the number of bytes received. A read timeout
+    keeps the bytes that arrived before it in ``part`` and raises :class:`_Stalled`."""
     received = 0
     with open(part, "ab" if start else "wb") as out:
         while True:
             try:
-                chunk = resp.read(CHUNK)
+                chunk, stalled = _read_chunk(resp)
             except (OSError, HTTPException) as exc:
                 raise DataError(
                     f"download of {url} interrupted after {start + received} bytes ({exc}); "
                     f"run the download again to resume from {part}"
                 ) from exc
+            if chunk:
+                out.write(chunk)
+                digest.update(chunk)
+                received += len(chunk)
+                bar.update(len(chunk))
+            if stalled:
+                raise _Stalled()
             if not chunk:
                 break
-            out.write(chunk)
-            digest.update(chunk)
-            received += len(chunk)
-            bar.update(len(chunk))
     return received
+
+
+def _read_chunk(resp: Any) -> tuple[bytes, bool]:
+    """Up to :data:`CHUNK` bytes of the body (fewer at its end), and whether the read timed out after them:
+    read as they arrive (``read1``), so a stalled transfer keeps what it got."""
+    if not hasattr(resp, "read1"):
+        try:
+            return resp.read(CHUNK), False
+        except TimeoutError:
+            return b"", True
+    buf = bytearray()
+    while len(buf) < CHUNK:
+        try:
+            piece = resp.read1(CHUNK - len(buf))
+        except TimeoutError:
+            return bytes(buf), True
+        if not piece:
+            break
+        buf += piece
+    return bytes(buf), False
 
 
 def _hash_file(path: Path, digest: Any) -> None:
@@ -242,6 +321,8 @@ def download_task_files(
     root = Path(dest).expanduser()
     quiet = progress is not None and progress.mode == "off"
     wanted = list(files) if files is not None else list(task.files)
+    timeout = read_timeout()  # the settings are checked before any transfer
+    check_hub_timeouts()
     paths: list[Path] = []
     resolved: dict[tuple[str, str, str], str] = {}  # an unpinned (repo, branch): its commit, asked once
     for f in wanted:
@@ -263,7 +344,7 @@ def download_task_files(
             if hub is not None:
                 paths.append(download_hub_file(f, hub, target, progress=progress))
             else:
-                paths.append(download_file(f, target, url, progress=progress))
+                paths.append(download_file(f, target, url, progress=progress, timeout=timeout))
         except MissingUpstream as exc:
             if not f.optional:
                 raise
@@ -363,6 +444,7 @@ __all__ = [
     "ensure_task_files",
     "file_ok",
     "missing_task_files",
+    "read_timeout",
     "source_url",
     "task_file_status",
 ]

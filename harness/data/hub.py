@@ -9,6 +9,12 @@ revision travels in the request. The file is downloaded into a staging folder in
 (``local_dir``, so the same file system), checked (size, sha256 where the task gives them) and
 renamed to its data-folder path: never a second copy. ``huggingface_hub`` is imported here only,
 when a Hub file is fetched.
+
+Timeouts are the client's own settings: ``HF_HUB_DOWNLOAD_TIMEOUT`` (seconds without a byte of a transfer
+or an API answer) and ``HF_HUB_ETAG_TIMEOUT`` (the file's metadata request), 10 s each by default, checked
+here (whole seconds, 1 to 86,400) before the client reads them. The client resumes a stalled transfer
+itself a few times; after that, a timeout is one message naming the file and the setting (never restarted
+again here: the wait stays bounded by a few times the timeout).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ HUB_URL = re.compile(r"^https://huggingface\.co/(?:(datasets|spaces)/)?([^/]+/[^
 TOKEN_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 STAGING_PREFIX = ".hub-download-"
 ATTEMPTS = 3  # huggingface_hub retries a broken transfer itself; this restarts one it gave up on
+TIMEOUT_VARS = ("HF_HUB_DOWNLOAD_TIMEOUT", "HF_HUB_ETAG_TIMEOUT")  # huggingface_hub's own timeout settings
 
 
 @dataclass(frozen=True)
@@ -76,8 +83,46 @@ def scrub(text: str) -> str:
     return text
 
 
-def _error(hub: HubFile, exc: BaseException) -> DataError:
-    """One message for a failed Hub download: repository, revision, file, and what went wrong."""
+def check_hub_timeouts() -> None:
+    """``HF_HUB_DOWNLOAD_TIMEOUT`` and ``HF_HUB_ETAG_TIMEOUT``, when set, are whole seconds from 1 to 86,400;
+    else one :class:`DataError` (huggingface_hub reads them with ``int()`` when it is imported, and takes 0
+    for its default). Call before importing the client."""
+    from harness.runtime.numbers import MAX_SECONDS, whole_number
+
+    for var in TIMEOUT_VARS:
+        raw = os.environ.get(var)
+        if raw is not None and raw.strip():
+            try:
+                whole_number(raw, var, low=1, high=int(MAX_SECONDS))
+            except ValueError as exc:
+                raise DataError(f"{exc} (huggingface_hub's timeout in seconds)") from None
+
+
+def timed_out(exc: BaseException) -> bool:
+    """True when ``exc``, or an exception it was raised from, is a timeout (the client's, or a socket's)."""
+    seen = 0
+    cur: BaseException | None = exc
+    while cur is not None and seen < 16:
+        if isinstance(cur, TimeoutError) or any(c.__name__ == "TimeoutException" for c in type(cur).__mro__):
+            return True
+        cur, seen = cur.__cause__ or cur.__context__, seen + 1
+    return False
+
+
+def _timeout_reason(exc: BaseException, metadata: bool) -> str:
+    """What timed out (``metadata``: the file's metadata request), with the setting that bounds it."""
+    from huggingface_hub import constants
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    if metadata or isinstance(exc, LocalEntryNotFoundError):  # LocalEntryNotFound: the client gave up on it
+        return (f"the Hub sent no answer to the file's metadata request for {constants.HF_HUB_ETAG_TIMEOUT} s "
+                "(HF_HUB_ETAG_TIMEOUT)")
+    return f"no bytes arrived for {constants.HF_HUB_DOWNLOAD_TIMEOUT} s (HF_HUB_DOWNLOAD_TIMEOUT)"
+
+
+def _error(hub: HubFile, exc: BaseException, metadata: bool = False) -> DataError:
+    """One message for a failed Hub download: repository, revision, file, and what went wrong
+    (``metadata``: the failure was the file's metadata request)."""
     from huggingface_hub.errors import (
         EntryNotFoundError,
         GatedRepoError,
@@ -104,6 +149,9 @@ def _error(hub: HubFile, exc: BaseException) -> DataError:
     elif isinstance(exc, HfHubHTTPError):
         status = getattr(getattr(exc, "response", None), "status_code", "?")
         why = f"the Hub answered HTTP {status}"
+    elif timed_out(exc):
+        why = (f"{_timeout_reason(exc, metadata)}; run the command again (it starts the file over), or raise the "
+               "setting for a slow connection")
     else:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         why = f"the transfer failed ({reason}); run the command again"
@@ -134,10 +182,32 @@ class MissingUpstream(DataError):
     """The Hub has no such file at that revision (``EntryNotFound``): for an optional file, not an error."""
 
 
+def _ask_metadata(hub: HubFile) -> None:
+    """Ask the Hub for the file's metadata once, within ``HF_HUB_ETAG_TIMEOUT``: a timeout, or an answer that
+    the file, revision or repository is unknown or gated, is one error now. (``hf_hub_download`` asks
+    again; when its own request times out it retries with a fixed 60 s timeout, five times, whatever the
+    setting, so a Hub that never answers would hold a download for minutes.) Other failures are left to
+    ``hf_hub_download``'s own handling."""
+    from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url
+    from huggingface_hub.errors import HfHubHTTPError
+
+    url = hf_hub_url(hub.repo_id, hub.path, repo_type=hub.repo_type, revision=hub.revision, endpoint=endpoint())
+    try:
+        get_hf_file_metadata(url, timeout=constants.HF_HUB_ETAG_TIMEOUT, endpoint=endpoint())
+    except Exception as exc:  # the client's errors, its transport errors
+        if is_missing(exc):
+            raise MissingUpstream(scrub(f"{hub.label} is not on the Hub ({endpoint()}): the file is missing at "
+                                        "that revision")) from None
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+        if timed_out(exc) or (isinstance(exc, HfHubHTTPError) and isinstance(status, int) and 400 <= status < 500):
+            raise _error(hub, exc, metadata=True) from None
+
+
 def download_hub_file(f: DataFile, hub: HubFile, target: Path, progress: ProgressSettings | None = None) -> Path:
     """Fetch ``hub`` with ``huggingface_hub`` into ``target`` (``root / f.path``), check its size and
     sha256 (those ``f`` gives) and return ``target``. Errors are one :class:`DataError`
     (:class:`MissingUpstream` for a file absent at the revision)."""
+    check_hub_timeouts()
     from huggingface_hub import hf_hub_download
 
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -146,6 +216,7 @@ def download_hub_file(f: DataFile, hub: HubFile, target: Path, progress: Progres
     if "tqdm_class" in inspect.signature(hf_hub_download).parameters:
         options["tqdm_class"] = _bar_factory(f.path, progress)
     try:
+        _ask_metadata(hub)
         for attempt in range(1, ATTEMPTS + 1):
             try:
                 got = Path(hf_hub_download(hub.repo_id, hub.path, repo_type=hub.repo_type, revision=hub.revision,
@@ -155,7 +226,7 @@ def download_hub_file(f: DataFile, hub: HubFile, target: Path, progress: Progres
                 if is_missing(exc):
                     raise MissingUpstream(scrub(f"{hub.label} is not on the Hub ({endpoint()}): the file is "
                                                 "missing at that revision")) from None
-                if attempt == ATTEMPTS or not _transient(exc):
+                if attempt == ATTEMPTS or not _transient(exc) or timed_out(exc):  # the client retried a timeout
                     raise _error(hub, exc) from None
                 reason = scrub(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
                 print(f"[harness] {f.path}: the transfer failed ({reason}); starting it again ({attempt + 1}/"
@@ -198,15 +269,17 @@ def resolve_hub_revision(repo_id: str, revision: str = "main", repo_type: str = 
     asked of the Hub in use (``HF_ENDPOINT``, ``HF_TOKEN``). For a repository no commit of which could be
     pinned: resolve once, download that exact commit, record it. Errors are one :class:`DataError`
     naming the repository and revision."""
-    from huggingface_hub import HfApi
-
     from harness.data.pins import FULL_COMMIT
 
     if FULL_COMMIT.match(revision or ""):
         return revision
+    check_hub_timeouts()
+    from huggingface_hub import HfApi, constants
+
     hub = HubFile(repo_type, repo_id, revision, "(repository info)")
-    try:
-        info = HfApi(endpoint=endpoint()).repo_info(repo_id, repo_type=repo_type, revision=revision)
+    try:  # the client sets no timeout of its own on API calls: HF_HUB_DOWNLOAD_TIMEOUT bounds this one
+        info = HfApi(endpoint=endpoint()).repo_info(repo_id, repo_type=repo_type, revision=revision,
+                                                     timeout=constants.HF_HUB_DOWNLOAD_TIMEOUT)
     except Exception as exc:  # the client's errors, its transport errors: one message
         raise _error(hub, exc) from None
     sha = getattr(info, "sha", None) or ""
@@ -216,5 +289,5 @@ def resolve_hub_revision(repo_id: str, revision: str = "main", repo_type: str = 
     return sha
 
 
-__all__ = ["HubFile", "MissingUpstream", "download_hub_file", "endpoint", "parse_hub_url", "resolve_hub_revision",
-           "scrub"]
+__all__ = ["HubFile", "MissingUpstream", "check_hub_timeouts", "download_hub_file", "endpoint", "parse_hub_url",
+           "resolve_hub_revision", "scrub", "timed_out"]

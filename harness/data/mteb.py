@@ -31,7 +31,6 @@ from typing import Any
 
 from harness.concepts.context import ComponentContext
 from harness.concepts.dataset import Dataset
-from harness.concepts.document import Document
 from harness.concepts.errors import DataError
 from harness.concepts.qrels import Qrels
 from harness.concepts.query import Query
@@ -82,22 +81,26 @@ def check_source(repo: str, revision: str | None) -> str:
 
 
 def _listing_from_hub(repo: str, revision: str) -> list[Listed]:
-    from huggingface_hub import HfApi
+    """The files of ``repo`` at ``revision`` with sizes and LFS digests: one info request bounded by
+    ``HF_HUB_DOWNLOAD_TIMEOUT`` (the client's tree listing takes no timeout, so a stalled Hub could hold it)."""
+    from harness.data.hub import HubFile, _error, check_hub_timeouts, endpoint
 
-    from harness.data.hub import HubFile, _error, endpoint
+    check_hub_timeouts()  # before the client is imported: it reads them with int() at import
+    from huggingface_hub import HfApi, constants
 
     try:
-        entries = HfApi(endpoint=endpoint()).list_repo_tree(repo, recursive=True, revision=revision,
-                                                             repo_type="dataset")
+        info = HfApi(endpoint=endpoint()).repo_info(repo, revision=revision, repo_type="dataset",
+                                                    files_metadata=True, timeout=constants.HF_HUB_DOWNLOAD_TIMEOUT)
+        siblings = list(info.siblings or [])
+        if len(siblings) > MAX_FILES:
+            raise DataError(f"dataset {repo}@{revision} holds more than {MAX_FILES:,} files; too many to list")
         out = []
-        for e in entries:
-            if len(out) >= MAX_FILES:
-                raise DataError(f"dataset {repo}@{revision} holds more than {MAX_FILES:,} files; too many to list")
-            if getattr(e, "size", None) is None or not hasattr(e, "blob_id"):
-                continue  # a folder
+        for e in siblings:
+            if getattr(e, "size", None) is None:
+                raise DataError(f"dataset {repo}@{revision}: the Hub gave no size for {e.rfilename!r}")
             lfs = getattr(e, "lfs", None)
             sha = getattr(lfs, "sha256", "") if lfs is not None else ""
-            out.append(Listed(str(e.path), int(e.size), str(sha or "")))
+            out.append(Listed(str(e.rfilename), int(e.size), str(sha or "")))
     except DataError:
         raise
     except Exception as exc:  # the client's errors, its transport errors: one message
@@ -225,33 +228,44 @@ def _id_lists(paths: list[Path], list_field: str, legacy: str) -> dict[str, list
     return out
 
 
-def _instructions(paths: list[Path]) -> dict[str, str]:
+def _instructions(paths: list[Path]) -> tuple[dict[str, str], int]:
+    """``query-id`` -> instruction; a query given twice: as for the other tables (``harness.formats.shards``)."""
     from harness.formats.beir import as_id
+    from harness.formats.shards import Table, merge_tables
 
-    out: dict[str, str] = {}
-    for path in paths:
+    def table(path: Path) -> Table[str, str]:
         records, unit = _records(path)
+        out: dict[str, str] = {}
+        first: dict[str, int] = {}
         for loc, rec in records:
             qid = as_id(rec.get("query-id"), "'query-id'", path, loc, unit)
             text = rec.get("instruction")
             if not isinstance(text, str):
                 raise DataError(f"{unit} {loc}: 'instruction' must be a string, got {type(text).__name__}", path)
-            out[qid] = text
-    return out
+            if qid in first:
+                raise DataError(f"{unit} {loc}: query {qid!r} repeated (first at {unit} {first[qid]})", path)
+            out[qid], first[qid] = text, loc
+        return Table(path, unit, out, first)
+
+    merged = merge_tables((table(p) for p in paths), lambda k: f"the instruction of query {k!r}", "text")
+    return merged.rows, merged.identical
 
 
-def _qrels(paths: list[Path]) -> Qrels:
-    from harness.formats.beir import read_qrels
+def _whole(table: Any) -> Any:
+    """A qrels table whose grades are whole numbers, as ints (MTEB casts scores to int32)."""
+    for (q, d), g in table.rows.items():
+        if not float(g).is_integer():
+            raise DataError(f"{table.place((q, d))}: query {q!r}, document {d!r}: score {g!r} is not a whole number "
+                            "(MTEB reads relevance as an integer)")
+        table.rows[q, d] = int(g)
+    return table
 
-    out = Qrels()
-    for path in paths:
-        for q, docs in read_qrels(path).items():
-            for d, g in docs.items():
-                if not float(g).is_integer():  # MTEB casts scores to int32
-                    raise DataError(f"query {q!r}, document {d!r}: score {g!r} is not a whole number (MTEB reads "
-                                    "relevance as an integer)", path)
-                out.add(q, d, int(g))
-    return out
+
+def _qrels(paths: list[Path]) -> tuple[Qrels, int]:
+    from harness.formats.beir import qrels_table
+    from harness.formats.shards import merge_shards
+
+    return merge_shards("qrels", (_whole(qrels_table(p)) for p in paths))
 
 
 def load_mteb_dataset(
@@ -311,16 +325,15 @@ def load_mteb_dataset(
 
 
 def _assemble(label: str, data: Any, local: Any, read: list[Path], source: dict[str, Any]) -> Dataset:
-    from harness.formats.beir import read_corpus, read_queries
+    from harness.formats.beir import read_shards
 
-    corpus: dict[str, Document] = {}
-    for p in local("corpus"):
-        corpus.update(read_corpus(p))
-    qrels = _qrels(local("qrels"))
-    raw: dict[str, Query] = {}
-    for p in local("queries"):
-        raw.update(read_queries(p))
-    instructions = _instructions(local("instruction")) if "instruction" in source["configs"] else None
+    corpus, same_docs = read_shards("corpus", local("corpus"))
+    qrels, same_judgments = _qrels(local("qrels"))
+    raw, same_queries = read_shards("queries", local("queries"))
+    instructions, same_instructions = (_instructions(local("instruction")) if "instruction" in source["configs"]
+                                       else (None, 0))
+    identical = {"corpus": same_docs, "queries": same_queries, "qrels": same_judgments,
+                 "instruction": same_instructions}
     queries: dict[str, Query] = {}
     for qid, q in raw.items():
         if qid not in qrels:
@@ -344,6 +357,7 @@ def _assemble(label: str, data: Any, local: Any, read: list[Path], source: dict[
     ds.meta.update(meta)
     ds.meta["queries"] = len(queries)
     ds.meta["unknown_ids"] = ds.validate()
+    ds.meta["identical_duplicates"] = {k: n for k, n in identical.items() if n}
     return ds
 
 

@@ -76,11 +76,12 @@ def evaluate(
         stages.check_output(output, overwrite)
     comps = stages.build_components(ctx, the_task, retriever, rerankers, judge)  # before any data is read
     ds = stages.load(ctx, the_task, limit, ledger, progress)
+    depth = stages.settle_first_stage(comps, the_task, ds, depth)  # auto: the candidates when the data has them
     stages.index(comps, ds, ledger, progress)
     ranked = stages.Rankings()
     for mode in ds.modes:
         queries = task_queries(ds, mode, the_task.query_format)
-        run = stages.first_stage(comps, ds, mode, queries, depth or the_task.depth, ledger)
+        run = stages.first_stage(comps, ds, mode, queries, depth, ledger)
         if comps.rerankers:  # each stage's ranking is kept: the first stage's, then the final one
             ranked.first_stage[mode] = stages.kept(run, "first_stage")
         ranked.runs[mode] = run = stages.rerank(comps, ds, mode, queries, run, ledger)

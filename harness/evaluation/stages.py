@@ -3,6 +3,7 @@
 
     build_components  (context, task, specs)          -> Components   (before any data is read)
     load              (context, task, limit)          -> Dataset      (counts["unknown_ids"], timings["load"])
+    settle_first_stage (Components, task, Dataset, depth) -> depth    (auto: the candidates if any; set aside: said)
     index             (Components, Dataset)           -> None         (the first stage's index; timings["index"])
     per mode: task_queries (Dataset, mode, format)    -> queries
               first_stage  (Components, Dataset, queries, depth) -> Run   (excluded ids dropped)
@@ -49,6 +50,7 @@ from harness.plugins.component_spec import parse_spec
 from harness.results.result import EvalResult
 
 ComponentArg = str | Any
+AUTO_CANDIDATE_DEPTH = 1000  # MTEB's top_k (max of its k_values): how many of a query's candidates it scores
 
 
 def log(msg: str, progress: bool) -> None:
@@ -74,12 +76,16 @@ class Ledger:
 
 @dataclass
 class Components:
-    """The evaluation's components and ``described``, results.json's account of them."""
+    """The evaluation's components and ``described``, results.json's account of them. ``named``: the
+    caller named the first stage (not the task); ``corpus_first``: with a task's ``first_stage = "auto"``,
+    its retriever (and account), used in place of the candidates when the dataset carries none."""
 
     first: Any
     rerankers: list[Any]
     judge: Any | None
     described: dict[str, Any]
+    named: bool = False
+    corpus_first: tuple[Any, dict[str, Any]] | None = None
 
     @property
     def labels(self) -> list[str]:
@@ -124,13 +130,15 @@ def check_arguments(limit: int | None, depth: int | None, max_llm_failures: floa
 
 
 def resolve_task(context: Context, task: str | Task | None, dataset: str | None) -> Task:
+    """The task named or given; a plain dataset spec makes a task whose first stage is ``auto`` (the
+    dataset's candidates when it carries them, as its benchmark defines it; else BM25 over the corpus)."""
     if isinstance(task, Task):
         return task
     if task:
         return context.registry.create("task", task, context)
     if dataset:
         spec = parse_spec(dataset)
-        return Task(name=spec.name, dataset=dataset, first_stage="retrieve", metrics=["nDCG@10"])
+        return Task(name=spec.name, dataset=dataset, first_stage="auto", metrics=["nDCG@10"])
     raise HarnessError("give a task (--task NAME) or a dataset (--dataset SPEC); `harness list-plugins` lists them")
 
 
@@ -154,11 +162,15 @@ def _create(context: Context, kind: str, spec: ComponentArg, protocol: type) -> 
 def build_components(context: Context, task: Task, retriever: ComponentArg | None,
                      rerankers: Sequence[ComponentArg], judge: ComponentArg | None) -> Components:
     """Every component, created before any data is read: a bad spec or a missing API key fails before
-    a download or an index build."""
-    first_spec = retriever or ("candidates" if task.first_stage == "candidates" else task.retriever)
+    a download or an index build. With ``first_stage = "auto"`` both first stages are made (the candidates
+    and the task's retriever); :func:`settle_first_stage` picks one once the data is read."""
+    first_spec = retriever or (task.retriever if task.first_stage == "retrieve" else "candidates")
+    first_kinds = Retriever | CandidateRetriever | QueryObjectRetriever
     described: dict[str, Any] = {}
-    first, described["retriever"] = _create(context, "retriever", first_spec,
-                                            Retriever | CandidateRetriever | QueryObjectRetriever)
+    first, described["retriever"] = _create(context, "retriever", first_spec, first_kinds)
+    corpus_first = None
+    if not retriever and task.first_stage == "auto":
+        corpus_first = _create(context, "retriever", task.retriever, first_kinds)
     objs = []
     for spec in rerankers:
         obj, desc = _create(context, "reranker", spec, Reranker)
@@ -167,7 +179,7 @@ def build_components(context: Context, task: Task, retriever: ComponentArg | Non
     judge_obj = None
     if judge:
         judge_obj, described["judge"] = _create(context, "judge", judge, Judge)
-    return Components(first, objs, judge_obj, described)
+    return Components(first, objs, judge_obj, described, named=bool(retriever), corpus_first=corpus_first)
 
 
 # -- data ------------------------------------------------------------------------------------------------
@@ -188,6 +200,8 @@ def load(context: Context, task: Task, limit: int | None, ledger: Ledger, progre
         if limit is not None:
             ds = ds.limit(limit)
         ledger.counts["unknown_ids"] = ds.validate()
+        if ds.meta.get("identical_duplicates"):  # rows a sharded dataset gives twice, the same (kept once)
+            ledger.counts["identical_duplicates"] = dict(ds.meta["identical_duplicates"])
     log(f"[harness] {task.name}: {len(ds.corpus)} documents, "
         f"{', '.join(f'{m}: {len(q)} queries' for m, q in ds.queries.items())}", progress)
     return ds
@@ -203,6 +217,32 @@ def task_queries(dataset: Dataset, mode: str, template: str) -> dict[str, Query]
 
 
 # -- ranking ---------------------------------------------------------------------------------------------
+def settle_first_stage(components: Components, task: Task, ds: Dataset, depth: int | None) -> int:
+    """The first stage for this data, and its depth (``depth``, else the task's). ``first_stage = "auto"``:
+    the candidates when the dataset carries them, each list whole up to MTEB's 1,000 (``AUTO_CANDIDATE_DEPTH``:
+    MTEB scores every candidate), else the task's retriever. A first stage that ranks the corpus although
+    the dataset carries candidates is recorded (``candidates_set_aside``, ``set_aside_by``); when the
+    caller's choice set aside what the task would have ranked, one line on stderr says so."""
+    auto, components.corpus_first = components.corpus_first, None
+    if auto is not None and not ds.carries_candidates:
+        components.first, components.described["retriever"] = auto
+    elif auto is not None:
+        return depth or max(task.depth, AUTO_CANDIDATE_DEPTH)
+    if ds.carries_candidates and not isinstance(components.first, CandidateRetriever):
+        _set_aside(components, task)
+    return depth or task.depth
+
+
+def _set_aside(components: Components, task: Task) -> None:
+    desc = components.described["retriever"]
+    by_caller = components.named and task.first_stage != "retrieve"
+    desc.update(candidates_set_aside=True, set_aside_by="caller" if by_caller else "task")
+    if by_caller:
+        print(f"[harness] {task.name}: the dataset's candidate lists (the task's first stage) set aside: "
+              f"{desc['spec']} ranks the whole corpus, as asked (recorded in results.json; --retriever candidates "
+              "ranks only them)", file=sys.stderr, flush=True)
+
+
 def index(components: Components, ds: Dataset, ledger: Ledger, progress: bool) -> None:
     """Index the corpus for the first stage (given candidate lists need none, but must exist)."""
     given = isinstance(components.first, CandidateRetriever)

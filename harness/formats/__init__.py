@@ -3,7 +3,9 @@
 Every reader streams its file, reads ``.gz`` transparently and raises :class:`harness.DataError`
 naming the file and, for line-based formats, the line. Modules: ``files`` (opening, lines, sha256),
 ``jsonl``, ``beir`` (BEIR folders and hub-style qrels; Parquet), ``trec`` (qrels and runs),
-``topics``, ``rankllm`` (RankGPT / rank_llm candidate JSON), ``scifact``, ``noveleval``.
+``topics``, ``rankllm`` (RankGPT / rank_llm candidate JSON), ``scifact``, ``noveleval``; ``grades``
+(numbers read strictly, relevance grades bounded) and ``shards`` (a table over several files: a row given
+twice with other content is an error, the same row counted).
 """
 
 from __future__ import annotations

@@ -8,11 +8,11 @@ Each table may instead be gzipped (``corpus.jsonl.gz``) or a Parquet export with
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from harness.concepts.document import Document
@@ -20,7 +20,9 @@ from harness.concepts.errors import DataError
 from harness.concepts.qrels import Qrels
 from harness.concepts.query import Query
 from harness.formats.files import iter_lines
+from harness.formats.grades import grade_from_value
 from harness.formats.jsonl import iter_jsonl_objects
+from harness.formats.shards import Table, merge_shards, qrels_from_rows
 from harness.formats.trec import check_new_judgment, parse_grade
 from harness.runtime.extras import require
 
@@ -88,9 +90,14 @@ def _records(path: Path) -> tuple[Iterator[tuple[int, dict[str, Any]]], str]:
 def read_corpus(path: str | os.PathLike[str]) -> dict[str, Document]:
     """A corpus file: BEIR JSONL (``_id``, ``title``, ``text``), its Parquet export, or a TSV
     (``id<TAB>text`` or ``id<TAB>title<TAB>text``, optional header line). A repeated id is an error."""
+    return corpus_table(path).rows
+
+
+def corpus_table(path: str | os.PathLike[str]) -> Table[str, Document]:
+    """:func:`read_corpus` with the line (or Parquet row) of each document."""
     p = Path(path)
     if _is_tsv(p):
-        return read_corpus_tsv(p)
+        return _corpus_tsv(p)
     records, unit = _records(p)
     corpus: dict[str, Document] = {}
     first: dict[str, int] = {}
@@ -104,7 +111,7 @@ def read_corpus(path: str | os.PathLike[str]) -> dict[str, Document]:
             text=_text(obj, "text", p, loc, unit, required=True),
             title=_text(obj, "title", p, loc, unit, required=False),
         )
-    return corpus
+    return Table(p, unit, corpus, first)
 
 
 def read_corpus_tsv(path: str | os.PathLike[str]) -> dict[str, Document]:
@@ -112,6 +119,10 @@ def read_corpus_tsv(path: str | os.PathLike[str]) -> dict[str, Document]:
     (``id``/``_id``/``docid``, ``title``, ``text``) is taken as a header. Without a header, a first
     line of two fields means ``id, text``, of three ``id, title, text``; tabs beyond that stay in
     the text."""
+    return _corpus_tsv(Path(path)).rows
+
+
+def _corpus_tsv(path: Path) -> Table[str, Document]:
     corpus: dict[str, Document] = {}
     first: dict[str, int] = {}
     columns: list[str] | None = None
@@ -142,18 +153,23 @@ def read_corpus_tsv(path: str | os.PathLike[str]) -> dict[str, Document]:
             raise DataError(f"document {docid!r} repeated (first on line {first[docid]})", path, lineno)
         first[docid] = lineno
         corpus[docid] = Document(id=docid, text=row["text"], title=row.get("title", ""))
-    return corpus
+    return Table(path, "line", corpus, first)
 
 
 def read_queries(path: str | os.PathLike[str]) -> dict[str, Query]:
     """BEIR queries (JSONL or Parquet): ``_id``, ``text``; ``instruction`` becomes
     :attr:`Query.instruction` and every other field (``instruction_og``, ``metadata``, ...) is kept in
     :attr:`Query.meta`. A ``.tsv`` file is read as ``qid<TAB>text`` topics."""
+    return queries_table(path).rows
+
+
+def queries_table(path: str | os.PathLike[str]) -> Table[str, Query]:
+    """:func:`read_queries` with the line (or Parquet row) of each query."""
     p = Path(path)
     if _is_tsv(p):
-        from harness.formats.topics import read_topics
+        from harness.formats.topics import topics_table
 
-        return read_topics(p)
+        return topics_table(p)
     records, unit = _records(p)
     queries: dict[str, Query] = {}
     first: dict[str, int] = {}
@@ -169,14 +185,18 @@ def read_queries(path: str | os.PathLike[str]) -> dict[str, Query]:
             instruction=_text(obj, "instruction", p, loc, unit, required=False),
             meta=meta,
         )
-    return queries
+    return Table(p, unit, queries, first)
 
 
 def read_qrels_tsv(path: str | os.PathLike[str]) -> Qrels:
     """BEIR qrels: ``query-id<TAB>corpus-id<TAB>score`` with an optional header line; int or float
-    scores. A 4-field line is read as TREC qrels (``qid 0 docid grade``). A (query, document) pair
-    judged twice is an error naming both lines."""
-    qrels = Qrels()
+    scores (strictly written, in the grade range). A 4-field line is read as TREC qrels
+    (``qid 0 docid grade``). A (query, document) pair judged twice is an error naming both lines."""
+    return qrels_from_rows(_qrels_tsv(Path(path)).rows)
+
+
+def _qrels_tsv(path: Path) -> Table[tuple[str, str], float]:
+    rows: dict[tuple[str, str], float] = {}
     seen_at: dict[tuple[str, str], int] = {}
     started = False
     for lineno, line in iter_lines(path):
@@ -200,8 +220,8 @@ def read_qrels_tsv(path: str | os.PathLike[str]) -> Qrels:
         if not qid or not docid:
             raise DataError("empty query or document id", path, lineno)
         check_new_judgment(seen_at, qid, docid, path, lineno)
-        qrels.add(qid, docid, parse_grade(score, path, lineno))
-    return qrels
+        rows[qid, docid] = parse_grade(score, path, lineno)
+    return Table(path, "line", rows, seen_at)
 
 
 def read_qrels_records(path: str | os.PathLike[str]) -> Qrels:
@@ -209,40 +229,50 @@ def read_qrels_records(path: str | os.PathLike[str]) -> Qrels:
     (``qrels/test.jsonl``). The one rule for every hub-style qrels file (plugins read theirs here):
 
     - ids: ``query-id`` and ``corpus-id`` (``query_id``/``corpus_id`` accepted); strings or integers;
-    - ``score``: required; a finite JSON number, or a string holding one (some exports write ``"1"``);
-      whole numbers become ints;
+    - ``score``: required; a JSON number (not a boolean), or a string holding one written strictly
+      (``"1"``; not ``"1_00"``, ``" 1"``, ``"nan"``), finite and in the grade range
+      (:data:`harness.concepts.qrels.MIN_GRADE` to ``MAX_GRADE``); whole numbers become ints;
     - a (query, document) pair judged twice is an error naming both lines (or rows)."""
-    qrels = Qrels()
+    return qrels_from_rows(_qrels_records(Path(path)).rows)
+
+
+def _qrels_records(path: Path) -> Table[tuple[str, str], float]:
+    rows: dict[tuple[str, str], float] = {}
     seen_at: dict[tuple[str, str], int] = {}
-    records, unit = _records(Path(path))
+    records, unit = _records(path)
     for row, rec in records:
         qid = as_id(rec.get("query-id", rec.get("query_id")), "'query-id'", path, row, unit)
         docid = as_id(rec.get("corpus-id", rec.get("corpus_id")), "'corpus-id'", path, row, unit)
         check_new_judgment(seen_at, qid, docid, path, row, unit)
-        qrels.add(qid, docid, _score(rec.get("score"), path, row, unit))
-    return qrels
-
-
-def _score(raw: Any, path: object, row: int, unit: str) -> float:
-    score = raw
-    if isinstance(raw, str):
-        try:
-            score = float(raw.strip())
-        except ValueError:
-            score = None
-    if isinstance(score, bool) or not isinstance(score, (int, float)):
-        raise _fail(f"'score' must be a number, got {raw!r}", path, row, unit)
-    if isinstance(score, float) and not math.isfinite(score):
-        raise _fail(f"'score' must be a finite number, got {raw!r}", path, row, unit)
-    return int(score) if isinstance(score, float) and score.is_integer() else score
+        rows[qid, docid] = grade_from_value(rec.get("score"), path, row, unit)
+    return Table(path, unit, rows, seen_at)
 
 
 def read_qrels(path: str | os.PathLike[str]) -> Qrels:
     """BEIR qrels from TSV (or TREC 4-field lines), JSONL records or Parquet."""
+    return qrels_from_rows(qrels_table(path).rows)
+
+
+def qrels_table(path: str | os.PathLike[str]) -> Table[tuple[str, str], float]:
+    """:func:`read_qrels` as ``{(qid, docid): grade}`` with the line (or Parquet row) of each judgment."""
     p = Path(path)
     if _is_parquet(p) or p.name.endswith((".jsonl", ".jsonl.gz")):
-        return read_qrels_records(p)
-    return read_qrels_tsv(p)
+        return _qrels_records(p)
+    return _qrels_tsv(p)
+
+
+_TABLES = MappingProxyType({"corpus": corpus_table, "queries": queries_table, "qrels": qrels_table})
+
+
+def read_shards(table: str, paths: Iterable[str | os.PathLike[str]]) -> tuple[Any, int]:
+    """Table ``table`` (``corpus``, ``queries`` or ``qrels``) read from several files (a Hub dataset's
+    shards: JSONL, gzip, Parquet or TSV) as one: ``({id: Document}`` or ``{id: Query}`` or ``Qrels``,
+    ``identical)``. A row given again in another file with the same content is kept once and counted in
+    ``identical``; with another text or grade it is a :class:`DataError` naming both files and lines
+    (:mod:`harness.formats.shards`)."""
+    if table not in _TABLES:
+        raise ValueError(f"table must be one of {', '.join(_TABLES)}, not {table!r}")
+    return merge_shards(table, (_TABLES[table](p) for p in paths))
 
 
 def find_table(folder: Path, stem: str) -> Path:

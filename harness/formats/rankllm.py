@@ -9,7 +9,8 @@ Two layouts are read:
   "doc": {"contents" | "text" | "segment", "title"?}}, ...]}``.
 
 Each entry gives a query, its candidate list (order and scores kept as given) and the passages,
-which together form the corpus.
+which together form the corpus: a passage listed for several queries must have the same text (and
+title) each time.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ class RankLLMCandidates:
     queries: dict[str, Query]
     corpus: dict[str, Document]
     candidates: Run
-    conflicting_docs: int = 0  # doc ids seen with different text under different queries (first kept)
 
 
 def _id(value: Any, what: str, path: object, where: str) -> str:
@@ -90,7 +90,8 @@ def read_rankllm(path: str | os.PathLike[str], name: str | None = None) -> RankL
 
     The run (named ``name``, default the file name) keeps each list's order and scores; a hit
     without a score gets ``len(list) - position``. A query id appearing in two entries, a document
-    twice in one list, or a score that is not a finite number (``NaN``, ``Infinity``), is an error.
+    twice in one list, a document whose text (or title) differs from its copy in an earlier list (the
+    message names both hits), or a score that is not a finite number (``NaN``, ``Infinity``), is an error.
     """
     data = load_json(path)
     if not isinstance(data, list):
@@ -98,7 +99,7 @@ def read_rankllm(path: str | os.PathLike[str], name: str | None = None) -> RankL
     queries: dict[str, Query] = {}
     corpus: dict[str, Document] = {}
     lists: dict[str, list[tuple[str, float]]] = {}
-    conflicts = 0
+    origin: dict[str, str] = {}
     for i, entry in enumerate(data):
         where = f"entry {i}"
         if not isinstance(entry, dict):
@@ -110,9 +111,8 @@ def read_rankllm(path: str | os.PathLike[str], name: str | None = None) -> RankL
         if qid in queries:
             raise DataError(f"{where}: query {qid!r} already given by an earlier entry", path)
         queries[qid] = Query(id=qid, text=text)
-        lists[qid], clashes = _entry_hits(hits, corpus, path, f"{where} (query {qid})")
-        conflicts += clashes
-    return RankLLMCandidates(queries, corpus, Run(lists, name=name or Path(path).name), conflicts)
+        lists[qid] = _entry_hits(hits, corpus, origin, path, f"{where} (query {qid})")
+    return RankLLMCandidates(queries, corpus, Run(lists, name=name or Path(path).name))
 
 
 def _entry_query(raw_query: Any, hits: list[Any], path: object, where: str) -> tuple[str, str]:
@@ -140,13 +140,13 @@ def _entry_query(raw_query: Any, hits: list[Any], path: object, where: str) -> t
     return qid, text
 
 
-def _entry_hits(hits: list[Any], corpus: dict[str, Document], path: object,
-                where: str) -> tuple[list[tuple[str, float]], int]:
-    """The ranked (docid, score) list of an entry's hits, adding their documents to ``corpus``; also the
-    number of documents whose text differs from an earlier copy."""
+def _entry_hits(hits: list[Any], corpus: dict[str, Document], origin: dict[str, str], path: object,
+                where: str) -> list[tuple[str, float]]:
+    """The ranked (docid, score) list of an entry's hits, adding their documents to ``corpus`` (and
+    where each was first given to ``origin``); a document whose text differs from its earlier copy is
+    an error naming both hits."""
     ranked: list[tuple[str, float]] = []
     seen: set[str] = set()
-    conflicts = 0
     for j, hit in enumerate(hits):
         hwhere = f"{where}, hit {j}"
         if not isinstance(hit, dict):
@@ -159,9 +159,10 @@ def _entry_hits(hits: list[Any], corpus: dict[str, Document], path: object,
         doc = Document(id=docid, text=content, title=title)
         known = corpus.get(docid)
         if known is None:
-            corpus[docid] = doc
+            corpus[docid], origin[docid] = doc, hwhere
         elif known != doc:
-            conflicts += 1
+            raise DataError(f"{hwhere}: document {docid!r} has another text or title than in {origin[docid]} "
+                            "(which one holds is not for the harness to guess)", path)
         score = hit.get("score")
         ranked.append((docid, float(len(hits) - j) if score is None else _score(score, path, hwhere)))
-    return ranked, conflicts
+    return ranked

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 from harness.concepts.errors import DataError
 from harness.concepts.query import Query
 from harness.formats.files import iter_lines
+from harness.formats.shards import Table
 
 
 def iter_tsv_pairs(path: str | os.PathLike[str], what: str = "id") -> Iterator[tuple[int, str, str]]:
@@ -30,6 +32,11 @@ def iter_tsv_pairs(path: str | os.PathLike[str], what: str = "id") -> Iterator[t
 
 def read_topics(path: str | os.PathLike[str]) -> dict[str, Query]:
     """``qid<TAB>text`` lines -> ``{qid: Query}`` in file order; a repeated qid is an error."""
+    return topics_table(path).rows
+
+
+def topics_table(path: str | os.PathLike[str]) -> Table[str, Query]:
+    """:func:`read_topics` with the line of each query."""
     queries: dict[str, Query] = {}
     first: dict[str, int] = {}
     for lineno, qid, text in iter_tsv_pairs(path, "qid"):
@@ -37,4 +44,4 @@ def read_topics(path: str | os.PathLike[str]) -> dict[str, Query]:
             raise DataError(f"query {qid!r} repeated (first on line {first[qid]})", path, lineno)
         first[qid] = lineno
         queries[qid] = Query(id=qid, text=text)
-    return queries
+    return Table(Path(path), "line", queries, first)

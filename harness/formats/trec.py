@@ -3,31 +3,21 @@
 from __future__ import annotations
 
 import gzip
-import math
 import os
-import re
 from pathlib import Path
 
 from harness.concepts.errors import DataError
 from harness.concepts.qrels import Qrels
 from harness.concepts.run import Run
 from harness.formats.files import iter_lines
-
-_INT = re.compile(r"[+-]?\d+")
+from harness.formats.grades import grade_from_text, rank_from_text, score_from_text
+from harness.formats.shards import Table, qrels_from_rows
 
 
 def parse_grade(value: str, path: object, lineno: int | None) -> float:
-    """A relevance grade: an ``int`` when written as one, else a ``float``."""
-    value = value.strip()
-    if _INT.fullmatch(value):
-        return int(value)
-    try:
-        grade = float(value)
-    except ValueError:
-        raise DataError(f"relevance grade {value!r} is not a number", path, lineno) from None
-    if grade != grade or grade in (float("inf"), float("-inf")):
-        raise DataError(f"relevance grade {value!r} is not finite", path, lineno)
-    return grade
+    """A relevance grade: an ``int`` when written as one, else a ``float``; strictly written, finite
+    and in the grade range (:func:`harness.formats.grades.grade_from_text`)."""
+    return grade_from_text(value.strip(), path, lineno)
 
 
 def check_new_judgment(
@@ -42,13 +32,19 @@ def check_new_judgment(
 
 
 def read_qrels(path: str | os.PathLike[str]) -> Qrels:
-    """TREC qrels: ``qid 0|Q0 docid grade`` separated by spaces or tabs; int or float grades.
+    """TREC qrels: ``qid 0|Q0 docid grade`` separated by spaces or tabs; int or float grades, written
+    strictly (``1_00``, ``nan`` refused) and in the grade range (-100 to 100).
 
     Blank lines are skipped; a line without exactly four fields raises :class:`DataError` naming it.
     A repeated (qid, docid) pair is an error naming both lines (trec_eval would silently keep the
     last grade, so a file with a stray duplicate scores differently from what its author meant).
     """
-    qrels = Qrels()
+    return qrels_from_rows(qrels_table(path).rows)
+
+
+def qrels_table(path: str | os.PathLike[str]) -> Table[tuple[str, str], float]:
+    """:func:`read_qrels` as ``{(qid, docid): grade}`` with the line of each judgment."""
+    rows: dict[tuple[str, str], float] = {}
     seen_at: dict[tuple[str, str], int] = {}
     for lineno, line in iter_lines(path):
         parts = line.split()
@@ -62,8 +58,8 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
             )
         qid, _, docid, grade = parts
         check_new_judgment(seen_at, qid, docid, path, lineno)
-        qrels.add(qid, docid, parse_grade(grade, path, lineno))
-    return qrels
+        rows[qid, docid] = parse_grade(grade, path, lineno)
+    return Table(Path(path), "line", rows, seen_at)
 
 
 def read_run(path: str | os.PathLike[str], name: str | None = None) -> Run:
@@ -72,7 +68,8 @@ def read_run(path: str | os.PathLike[str], name: str | None = None) -> Run:
     Each query's list is ordered as trec_eval orders it: by score descending, ties by docid
     descending (the rank column is ignored). The run's name is ``name`` or the first line's tag.
     A document listed twice for one query is an error, as it is for trec_eval; so are a score that
-    is not a finite number (``nan``, ``inf``) and a file without any run line.
+    is not a finite number strictly written (``nan``, ``inf``, ``1_00``), a rank that is not a whole
+    number and a file without any run line.
     """
     scores: dict[str, dict[str, float]] = {}
     seen_at: dict[tuple[str, str], int] = {}
@@ -87,13 +84,9 @@ def read_run(path: str | os.PathLike[str], name: str | None = None) -> Run:
                 path,
                 lineno,
             )
-        qid, _, docid, _rank, score_s, run_tag = parts
-        try:
-            score = float(score_s)
-        except ValueError:
-            raise DataError(f"score {score_s!r} is not a number", path, lineno) from None
-        if not math.isfinite(score):
-            raise DataError(f"score {score_s!r} is not a finite number", path, lineno)
+        qid, _, docid, rank, score_s, run_tag = parts
+        rank_from_text(rank, path, lineno)
+        score = score_from_text(score_s, path, lineno)
         if (qid, docid) in seen_at:
             raise DataError(
                 f"document {docid!r} listed twice for query {qid!r} (first on line {seen_at[qid, docid]})",

@@ -1,5 +1,10 @@
 """The LLM reply cache: diskcache (SQLite, safe across threads and processes), JSON values only.
 
+Every read goes through :mod:`harness.llm.cache_rows`: a row the harness did not write (diskcache's
+pickle mode, a pickled key, a file outside the folder, text that is not an entry) is refused as a
+corrupt entry, treated as missing with one warning per cache, and never decoded by diskcache; a
+database with foreign settings, views or triggers is one message (``docs/untrusted.md``, "The LLM cache").
+
 Key: sha256 of the canonical JSON of the key payload: cache format version, provider, model, base URL,
 every generation option (sample index included) and the messages. The API key is never part of it.
 The payload is stored beside the reply, so a miss can be explained (:meth:`LLMCache.explain`).
@@ -12,7 +17,6 @@ Location: ``<cache_dir>/llm``, where ``cache_dir`` is the option, else ``HARNESS
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -25,6 +29,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.llm.cache_rows import (  # noqa: F401 (canonical_json, key_of: public here)
+    CacheEntryError,
+    canonical_json,
+    check_database,
+    count_rows,
+    iter_entries,
+    key_of,
+    read_entry,
+    safe_disk,
+)
 from harness.llm.types import Reply
 from harness.runtime.procs import process_gone
 
@@ -41,14 +55,6 @@ def llm_cache_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     from harness.runtime.cachedir import default_cache_dir
 
     return (Path(cache_dir).expanduser() if cache_dir else default_cache_dir()) / SUBDIR
-
-
-def canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def key_of(payload: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
 
 def diff_payloads(cached: Mapping[str, Any], requested: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -103,6 +109,7 @@ class LLMCache:
         self._lock = threading.RLock()
         self._inflight: dict[str, threading.Event] = {}
         self.recovered: list[Path] = []  # corrupt databases moved aside by this object
+        self.refused = 0  # rows read and refused (not written by the harness) by this object
 
     def __repr__(self) -> str:
         return f"LLMCache({str(self.path)!r})"
@@ -117,9 +124,12 @@ class LLMCache:
 
     def _open(self) -> Any:
         import diskcache
+        from diskcache.core import DEFAULT_SETTINGS, EVICTION_POLICY, METADATA
 
         self.path.mkdir(parents=True, exist_ok=True)
-        dc = diskcache.Cache(str(self.path), eviction_policy="none", tag_index=True, timeout=60)
+        check_database(self.path, {**DEFAULT_SETTINGS, **METADATA}, EVICTION_POLICY)  # before diskcache applies them
+        dc = diskcache.Cache(str(self.path), disk=safe_disk(), eviction_policy="none", tag_index=True, statistics=0,
+                             timeout=60)
         dc._sql("SELECT COUNT(*) FROM Cache WHERE rowid = 1").fetchall()  # a truncated file fails here
         return dc
 
@@ -169,10 +179,29 @@ class LLMCache:
         """Corrupt databases moved aside in this folder (by any process)."""
         return sorted(self.path.glob("cache.db.corrupt-*")) if self.path.exists() else []
 
+    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        """The rows of one SQL statement on the cache's own connection (corrupt database: recovered)."""
+        return self._guard(lambda: self.dc._sql(sql, args).fetchall())
+
     def get(self, key: str) -> dict[str, Any] | None:
-        """The stored entry ``{"key": payload, "reply": {...}, "created": t}`` or None."""
-        raw = self._guard(lambda: self.dc.get(key))
-        return None if raw is None else json.loads(raw)
+        """The stored entry ``{"key": payload, "reply": {...}, "created": t}`` or None (also for a row the
+        harness did not write: :meth:`_refuse` warns once)."""
+        try:
+            return read_entry(self._query, self.path, key)
+        except CacheEntryError as exc:
+            self._refuse(exc)
+            return None
+
+    def _refuse(self, exc: CacheEntryError) -> None:
+        """Count a refused row; the first one in this object is one warning line naming the cache."""
+        with self._lock:
+            self.refused += 1
+            first = self.refused == 1
+        if first:
+            log.warning("harness: %s (a request for it is sent again and replaces it; `harness cache info "
+                        "--cache-dir` counts such entries)", exc)
+        else:
+            log.debug("harness: %s", exc)
 
     def set(self, key: str, payload: Mapping[str, Any], reply: Reply) -> None:
         entry = {"key": payload, "reply": reply.to_dict(), "created": round(time.time(), 3)}
@@ -181,16 +210,19 @@ class LLMCache:
         self._guard(lambda: self.dc.set(key, text, tag=tag))
 
     def __contains__(self, key: str) -> bool:
-        return self._guard(lambda: key in self.dc)
+        return self.get(key) is not None
 
     def __len__(self) -> int:
-        return self._guard(lambda: len(self.dc))
+        return count_rows(self._query, self.path)[0]
 
-    def entries(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        for key in self._guard(lambda: list(self.dc.iterkeys())):
-            raw = self._guard(lambda k=key: self.dc.get(k))
-            if raw is not None:
-                yield key, json.loads(raw)
+    def entries(self, limit: int | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+        """``(key, entry)`` for each row the harness wrote (``limit`` rows read at most); the others
+        are counted in :attr:`refused`, never decoded."""
+        for key, entry in iter_entries(self._query, self.path, limit):
+            if isinstance(entry, CacheEntryError):
+                self._refuse(entry)
+            else:
+                yield key, entry
 
     def counts_by_model(self) -> dict[str, int]:
         import sqlite3
@@ -204,9 +236,11 @@ class LLMCache:
 
     def info(self) -> dict[str, Any]:
         exists = self.path.exists()
+        rows, refused = count_rows(self._query, self.path) if exists else (0, 0)
         return {
             "path": str(self.path),
-            "entries": len(self) if exists else 0,
+            "entries": rows,
+            "refused": refused,
             "size_bytes": int(self._guard(lambda: self.dc.volume())) if exists else 0,
             "by_model": self.counts_by_model() if exists else {},
             "corrupt_copies": [p.name for p in self.corrupt_copies()],
@@ -231,16 +265,20 @@ class LLMCache:
         if key in self:
             return {"key": key, "hit": True, "nearest": None, "differences": []}
         best: tuple[int, str, list[dict[str, Any]]] | None = None
-        for i, (k, entry) in enumerate(self.entries()):
-            if i >= limit:
-                break
+        refused = self.refused
+        for k, entry in self.entries(limit):
             diffs = diff_payloads(entry["key"], payload)
             score = len(diffs) + sum(10 for d in diffs if d["field"] in ("provider", "model"))
             if best is None or score < best[0]:
                 best = (score, k, diffs)
+        out: dict[str, Any] = {"key": key, "hit": False, "nearest": None, "differences": []}
         if best is None:
-            return {"key": key, "hit": False, "nearest": None, "differences": [], "note": "cache is empty"}
-        return {"key": key, "hit": False, "nearest": best[1], "differences": best[2]}
+            out["note"] = "cache is empty"
+        else:
+            out["nearest"], out["differences"] = best[1], best[2]
+        if self.refused > refused:
+            out["refused"] = self.refused - refused  # rows the harness did not write, never compared
+        return out
 
     # -- one sender per request ---------------------------------------------------------------
     @contextmanager

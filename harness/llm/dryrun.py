@@ -1,7 +1,8 @@
 """Dry run: send nothing, estimate calls, tokens and cost.
 
-Input tokens are counted with tiktoken when it is installed and its encoding is available offline,
-else as characters / 4. Output tokens are a guess: ``output_tokens`` (default 200) capped at the
+Input tokens are counted with tiktoken's ``o200k_base`` when tiktoken is installed and the encoding's
+table is here (:mod:`harness.llm.tokens`: tiktoken's cache folder, ``TIKTOKEN_CACHE_DIR``; nothing is
+downloaded), else as characters / 4. Output tokens are a guess: ``output_tokens`` (default 200) capped at the
 request's ``max_tokens``. Cache hits are real replies and count as free.
 
 A dry-run client returns placeholder replies (``reply.dry_run is True``, ``text == ""``, empty
@@ -28,18 +29,17 @@ class DryRun:
 
 @functools.lru_cache(maxsize=1)
 def _encoder() -> Any:
-    try:
-        import tiktoken
+    """o200k_base's :class:`~harness.llm.tokens.Tokenizer`, or None (no tiktoken, or no table here)."""
+    from harness.llm.tokens import load
 
-        return tiktoken.get_encoding("o200k_base")
-    except Exception:  # not installed, or the encoding cannot be fetched offline
-        return None
+    found = load("o200k_base")
+    return None if isinstance(found, str) else found
 
 
 def count_tokens(text: str) -> int:
     enc = _encoder()
     if enc is not None:
-        return len(enc.encode(text, disallowed_special=()))
+        return enc.count(text)
     return math.ceil(len(text) / 4)
 
 

@@ -26,12 +26,15 @@ class CacheInfo:
     by_model: Mapping[str, int]
     corrupt_copies: tuple[str, ...]
     pending_batches: int
+    #: rows the harness did not write (another diskcache mode such as pickle, a file outside the folder):
+    #: refused on every read, never decoded
+    refused: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON of ``harness cache info --json``."""
         return {"path": str(self.path), "entries": self.entries, "size_bytes": self.size_bytes,
                 "by_model": dict(self.by_model), "corrupt_copies": list(self.corrupt_copies),
-                "pending_batches": self.pending_batches}
+                "pending_batches": self.pending_batches, "refused": self.refused}
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ def cache_info(cache_dir: Root = None) -> CacheInfo:
         cache.close()
     return CacheInfo(path=cache.path, entries=info["entries"], size_bytes=info["size_bytes"],
                      by_model=info["by_model"], corrupt_copies=tuple(info["corrupt_copies"]),
-                     pending_batches=_pending_batches(cache.path))
+                     pending_batches=_pending_batches(cache.path), refused=info["refused"])
 
 
 def clear_cache(cache_dir: Root = None, model: str | None = None) -> ClearedCache:

@@ -3,11 +3,16 @@ documents in, a relevance score per document out) through the LLM layer's endpoi
 gate, breaker, fatal stop), retry policy, usage, prices, dry run and reply cache (one entry per
 (provider, base URL, model, query, document)).
 
-Plain HTTP (the standard library's ``urllib``; the installed openai SDK no longer brings ``httpx``), not
+Plain HTTP (the standard library's ``urllib`` through :func:`harness.llm.transport.post`: a deadline on
+the whole reply, a bound on its size; the installed openai SDK no longer brings ``httpx``), not
 the ``cohere`` SDK: one POST of a small JSON body serves Cohere v1/v2, Jina, Voyage, TEI, vLLM, llama.cpp
 and Infinity alike, which differ only in path, body and reply field names (:data:`PROVIDERS`); the SDK
 speaks Cohere's shape only, so it could not serve TEI's ``texts``/``score`` or Voyage's ``top_k``/``data``,
 and it would be one more dependency for a single POST.
+
+Replies are untrusted (docs/untrusted.md, "Served models' replies"): :func:`parse` accepts only the
+documented shape, an integer index per document sent, each once, and a finite JSON number as its score;
+anything else is a :class:`~harness.llm.errors.MalformedReply` (a failed request, never a score).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 from harness.llm.errors import ConnectionFailed, LLMTimeout, MalformedReply
 from harness.llm.providers.base import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, BaseProvider, error_for_status
 from harness.llm.retry import parse_retry_after
+from harness.llm.transport import BadReply, count, number, reply_json
 
 
 @dataclass(frozen=True)
@@ -108,10 +114,12 @@ class RerankProvider(BaseProvider):
 
     def rerank(self, query: str, documents: list[str], *, timeout: float | None = None
                ) -> tuple[list[float], int, str]:
-        """One request: a score per document (input order), the usage units reported, the model."""
+        """One request: a score per document (input order), the usage units reported, the model. The
+        whole reply must come within the timeout (:mod:`harness.llm.transport`) and pass :func:`parse`."""
+        import http.client
         import json
-        import urllib.error
-        import urllib.request
+
+        from harness.llm.transport import HTTPStatusError, ReplyTooLarge, post
 
         self.client()
         headers = {"Content-Type": "application/json"}
@@ -119,40 +127,54 @@ class RerankProvider(BaseProvider):
             headers["Authorization"] = f"Bearer {self._api_key}"
         read = self.timeout if timeout is None else max(0.001, min(float(timeout), self.timeout))
         data = json.dumps(self.body(query, documents)).encode()
-        req = urllib.request.Request(str(self.base_url) + self.shape.path, data=data, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=read) as resp:  # noqa: S310 - the user's own endpoint
-                raw = resp.read()
-        except urllib.error.HTTPError as exc:
-            raise error_for_status(self, exc.code, _message(exc.read()), parse_retry_after(exc.headers)) from None
+            raw = post(str(self.base_url) + self.shape.path, data, headers, read)
+        except HTTPStatusError as exc:
+            raise error_for_status(self, exc.status, _message(exc.body), parse_retry_after(exc.headers)) from None
         except TimeoutError as exc:
-            raise self.error(LLMTimeout, f"no reply within {read:g} s") from exc
-        except (urllib.error.URLError, OSError) as exc:
-            raise self.error(ConnectionFailed, f"connection to {self.public_url} failed: {exc}") from exc
+            raise self.error(LLMTimeout, f"no reply within {read:g} s (a timeout on the whole reply)") from exc
+        except ReplyTooLarge as exc:
+            raise self.error(MalformedReply, f"unexpected rerank reply: {exc}") from None
+        except (OSError, http.client.HTTPException) as exc:  # URLError is an OSError; a cut reply an HTTPException
+            raise self.error(ConnectionFailed, f"connection to {self.public_url} failed: "
+                             f"{type(exc).__name__}: {exc}") from exc
         try:
-            return self._parse(json.loads(raw), len(documents))
-        except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            raise self.error(MalformedReply, f"unexpected rerank reply ({type(exc).__name__}: {exc})") from exc
+            return parse(self.shape, raw, len(documents), self.model)
+        except BadReply as exc:
+            raise self.error(MalformedReply, f"unexpected rerank reply: {exc}") from None
 
-    def _parse(self, obj: Any, n: int) -> tuple[list[float], int, str]:
-        s = self.shape
-        items = obj if s.results is None else obj[s.results]
-        scores: list[float | None] = [None] * n
-        for item in items:
-            i = int(item["index"])
-            if not 0 <= i < n or scores[i] is not None:
-                raise ValueError(f"index {i} out of range or repeated")
-            x = float(item[s.score])
-            if x != x or x in (float("inf"), float("-inf")):
-                raise ValueError("a score is not finite")
-            scores[i] = x
-        if any(x is None for x in scores):
-            raise ValueError(f"{sum(x is None for x in scores)} of {n} documents have no score")
-        units: Any = obj if s.usage else 0
-        for part in s.usage:
-            units = units.get(part) if isinstance(units, dict) else None
-        model = obj.get("model") if isinstance(obj, dict) else None
-        return [float(x) for x in scores], int(units or 0), str(model or self.model)  # type: ignore[arg-type]
+
+def parse(shape: RerankShape, raw: bytes, n: int, model: str) -> tuple[list[float], int, str]:
+    """``(scores by document position, usage units, model)`` of a reply body for ``n`` documents, checked:
+    bounded JSON (:func:`harness.results.folder.loads`: depth, integer digits, no repeated key), the
+    shape's fields of their types, every index an integer of a document sent, each document given exactly
+    once, every score a finite number. Anything else raises :class:`~harness.llm.transport.BadReply`."""
+    obj = reply_json(raw)
+    items = obj if shape.results is None else obj.get(shape.results) if isinstance(obj, dict) else None
+    if not isinstance(items, list):
+        where = "the reply" if shape.results is None else f"the reply's {shape.results!r}"
+        raise BadReply(f"{where} is not a list")
+    scores: list[float | None] = [None] * n
+    for k, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise BadReply(f"result {k} is not an object")
+        i = item.get("index")
+        if isinstance(i, bool) or not isinstance(i, int):
+            raise BadReply(f"the index of result {k} is not an integer ({str(i)[:40]!r})")
+        if not 0 <= i < n:
+            raise BadReply(f"result {k}: index {i} is not one of the {n} documents")
+        if scores[i] is not None:
+            raise BadReply(f"result {k}: document {i} is given twice")
+        scores[i] = number(item.get(shape.score), f"the score of result {k}")
+    missing = sum(x is None for x in scores)
+    if missing:
+        raise BadReply(f"{missing} of {n} documents have no score")
+    units: Any = obj if shape.usage else None
+    for part in shape.usage:
+        units = units.get(part) if isinstance(units, dict) else None
+    named = obj.get("model") if isinstance(obj, dict) else None
+    named = named[:200] if isinstance(named, str) and named else model
+    return [float(x) for x in scores], count(units, "the usage"), named
 
 
 def _message(raw: bytes) -> str:

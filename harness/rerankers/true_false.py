@@ -109,7 +109,8 @@ class LLMTrueFalse:
         from harness.llm.types import user
 
         return {"messages": [user(text)], "max_tokens": 1, "temperature": 0, "logprobs": True,
-                "top_logprobs": self.top_logprobs, "extra": {"raw_prompt": True, "score_tokens": list(tokens)}}
+                "top_logprobs": self.top_logprobs,
+                "extra": {"raw_prompt": True, "score_tokens": list(tokens), "fresh_prompt": True}}
 
     def rerank(self, queries: Mapping[str, Query], run: Run, corpus: Mapping[str, Document]) -> Run:
         from harness.llm.pointwise import Item

@@ -1,11 +1,15 @@
 """``harness export mteb``: results folders as MTEB result files (``docs/mteb.md``).
 
-For every task whose ``mteb`` block is set and has no ``differs``, writes
-``FOLDER/<org>__<model>/<revision>/<TaskName>.json`` in the form of mteb's ``TaskResult.to_disk``
+For every run whose registered task has an ``mteb`` block without ``differs``, and whose results.json agrees
+with that task's pins (``harness.results.mteb_identity``: the block results.json carries is a claim, checked,
+never what decides), and every ``--dataset mteb:repo=R,revision=C`` run whose dataset identity is the
+published dataset of a known MTEB task (``harness.results.mteb_tasks``, ``harness.results.mteb_dataset``),
+writes ``FOLDER/<org>__<model>/<revision>/<TaskName>.json`` in the form of mteb's ``TaskResult.to_disk``
 (mteb 2.20.0, ``mteb/results/task_result.py``: keys ``dataset_revision``, ``task_name``, ``mteb_version``,
 ``scores`` {split: [{metrics..., main_score, hf_subset, languages}]}, ``evaluation_time``,
-``kg_co2_emissions``, ``date``; floats rounded to 6 places) and ``model_meta.json`` (``ModelMeta.to_dict``'s
-keys). A run that cannot be exported is refused with the reason, and nothing is written."""
+``kg_co2_emissions``, ``date``; floats rounded to 6 places; mteb 2.26.24's ``TaskResult.from_disk`` reads it)
+and ``model_meta.json`` (``ModelMeta.to_dict``'s keys). The runs of one task on several subsets or splits
+become one file. A run that cannot be exported is refused with the reason, and nothing is written."""
 
 from __future__ import annotations
 
@@ -19,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.concepts.context import ComponentContext
-from harness.concepts.errors import DataError, HarnessError
-from harness.concepts.mteb_block import check_mteb_block, defaults
+from harness.concepts.errors import HarnessError
+from harness.concepts.mteb_block import defaults
+from harness.results.mteb_identity import NO_COUNTERPART, resolve
 from harness.results.store import StoredResults, read_results
 
 #: what ``mteb_version`` holds in an exported file: no mteb version computed these scores
@@ -46,58 +51,29 @@ def _round(value: Any) -> Any:
     return value
 
 
-def _registered(name: str, context: ComponentContext) -> Any:
-    """The task registered under ``name`` (None when no plugin registers it)."""
-    from harness.concepts.errors import UnknownComponentError
-
-    try:
-        return context.registry.create("task", name, context)
-    except UnknownComponentError:
-        return None
-
-
-def _check_identity(stored: StoredResults, task: Any) -> str | None:
-    """Why the run's data is not the task's pinned files (None when it is)."""
-    ran = stored.data.get("task") or {}
-    if ran.get("dataset") != task.dataset or (ran.get("dataset_args") or {}) != task.dataset_args:
-        return (f"the run read dataset {ran.get('dataset')!r} with {ran.get('dataset_args') or {}}, not the task's "
-                f"{task.dataset!r} with {task.dataset_args} (a --dataset override or a variant is not MTEB's task)")
-    files = {f.get("path"): f for f in (stored.data.get("dataset") or {}).get("files") or [] if isinstance(f, dict)}
-    for f in task.files:
-        if not f.sha256:
-            continue
-        got = files.get(f.path)
-        if got is None:
-            return f"the run's dataset identity lists no {f.path}, a file the task pins"
-        if got.get("sha256") != f.sha256:
-            return f"the run read {f.path} with sha256 {got.get('sha256')}; the task pins {f.sha256}"
-    return None
-
-
-def _block(stored: StoredResults, task: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """The MTEB block to export with, or why the run is refused."""
-    where = f"{stored.path}: task"
-    block = (stored.data.get("task") or {}).get("mteb")
-    if block is not None:
-        try:
-            check_mteb_block(block, where)
-        except DataError as exc:
-            raise HarnessError(str(exc)) from None
-    if task is not None and task.mteb:
-        if block is not None and block.get("task_name") != task.mteb.get("task_name"):
-            return None, (f"results.json names MTEB task {block.get('task_name')!r}; the registered task "
-                          f"names {task.mteb['task_name']!r}")
-        block = task.mteb
+def _block(stored: StoredResults, context: ComponentContext) -> tuple[dict[str, Any] | None, str | None]:
+    """The MTEB block to export with, or why the run is refused (``mteb_identity.resolve``: the registered task,
+    or for a ``--dataset mteb:`` run the dataset identity and the table of MTEB tasks, decide; never the block
+    results.json carries)."""
+    decision = resolve(stored, context)
+    if decision.refused is not None:
+        return None, decision.refused
+    block = decision.block
     if not block:
-        return None, "the task has no MTEB counterpart (no mteb block: docs/mteb.md)"
+        return None, decision.unmatched or NO_COUNTERPART
     if block.get("differs"):
         return None, f"the harness task differs from MTEB's {block['task_name']}: {block['differs']}"
-    identity = stored.data.get("dataset") or {}
-    for key, want in (("repo", "dataset"), ("revision", "dataset_revision")):
-        got = identity.get(key)
-        if isinstance(got, str) and got != block[want]:
-            return None, f"the run read {key} {got!r}; MTEB's {block['task_name']} pins {block[want]!r}"
     return block, None
+
+
+def _not_whole(stored: StoredResults) -> str | None:
+    """Why the run does not stand for the whole task (INCOMPLETE, ``--limit``), or None."""
+    command = stored.data.get("command") or []
+    if stored.data.get("status") == "incomplete":
+        return "the run is INCOMPLETE (some LLM requests got no usable reply)"
+    if isinstance(command, list) and any(isinstance(a, str) and a.split("=")[0] == "--limit" for a in command):
+        return "the run evaluated a subset of the queries (--limit)"
+    return None
 
 
 def _scores(stored: StoredResults, block: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
@@ -147,19 +123,10 @@ def collect(run_dirs: Sequence[str | Path], context: ComponentContext | None = N
         top = read_results(run_dir)
         for stored in (top.members().values() if top.is_suite else [top]):
             name = stored.task_name
-            why = None
-            command = stored.data.get("command") or []
-            if stored.data.get("status") == "incomplete":
-                why = "the run is INCOMPLETE (some LLM requests got no usable reply)"
-            elif isinstance(command, list) and any(isinstance(a, str) and a.split("=")[0] == "--limit"
-                                                   for a in command):
-                why = "the run evaluated a subset of the queries (--limit)"
-            task = _registered(name, ctx)
             block = None
+            why = _not_whole(stored)
             if why is None:
-                block, why = _block(stored, task)
-            if why is None and task is not None:
-                why = _check_identity(stored, task)
+                block, why = _block(stored, ctx)
             entry = None
             if why is None:
                 entry, why = _scores(stored, block)
@@ -180,6 +147,31 @@ def collect(run_dirs: Sequence[str | Path], context: ComponentContext | None = N
             }
             out.append((stored, Exported(name, full, data)))
     return out, refused
+
+
+def merge(items: Sequence[tuple[StoredResults, Exported]]) -> list[Exported]:
+    """One :class:`Exported` per MTEB task: the runs of one task on different splits or subsets (a multilingual
+    task's subsets, each a ``--dataset mteb:...,subset=S`` run) become one file; two runs of the same task,
+    split and subset are an error. ``evaluation_time`` is their sum (null where one has none)."""
+    out: dict[str, Exported] = {}
+    seen: dict[tuple[str, str, str], Path] = {}
+    for stored, e in items:
+        name = e.data["task_name"]
+        key = (name, e.block["split"], e.block["hf_subset"])
+        if key in seen:
+            raise HarnessError(f"{seen[key]} and {stored.folder} both give MTEB task {name} (split {key[1]}, "
+                               f"subset {key[2]}); export one run per task")
+        seen[key] = stored.folder
+        if name not in out:
+            scores = {split: list(entries) for split, entries in e.data["scores"].items()}
+            out[name] = Exported(e.task, e.block, {**e.data, "scores": scores})
+            continue
+        data = out[name].data
+        for split, entries in e.data["scores"].items():
+            data["scores"].setdefault(split, []).extend(entries)
+        times = (data["evaluation_time"], e.data["evaluation_time"])
+        data["evaluation_time"] = None if None in times else times[0] + times[1]
+    return list(out.values())
 
 
 def model_meta(name: str, revision: str, use_instructions: bool | None = None) -> dict[str, Any]:
@@ -208,14 +200,7 @@ def export_mteb(run_dirs: Sequence[str | Path], output: str | Path, model: str |
     items, refused = collect(run_dirs, context)
     if refused:
         raise HarnessError("cannot export to MTEB's format:\n  " + "\n  ".join(refused))
-    names = {e.data["task_name"]: s.folder for s, e in items}
-    if len(names) < len(items):
-        seen: dict[str, Path] = {}
-        for s, e in items:
-            if e.data["task_name"] in seen:
-                raise HarnessError(f"{seen[e.data['task_name']]} and {s.folder} both give MTEB task "
-                                   f"{e.data['task_name']}; export one run per task")
-            seen[e.data["task_name"]] = s.folder
+    merged = merge(items)
     if model is None:
         found = {_model_from_components(s) for s, _ in items}
         if len(found) != 1 or next(iter(found))[0] is None:
@@ -232,7 +217,7 @@ def export_mteb(run_dirs: Sequence[str | Path], output: str | Path, model: str |
     try:
         folder.mkdir(parents=True, exist_ok=True)
         written = []
-        for _, e in items:
+        for e in merged:
             path = folder / f"{e.data['task_name']}.json"
             path.write_text(json.dumps(e.data, indent=2) + "\n", encoding="utf-8")
             written.append(path)

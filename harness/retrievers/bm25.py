@@ -30,8 +30,11 @@ from harness.concepts.errors import HarnessError
 from harness.concepts.run import Run
 from harness.retrievers import bm25_index as disk
 from harness.retrievers.bm25_postings import build_postings
-from harness.retrievers.bm25_topk import top_k_full, top_k_touched
+from harness.retrievers.bm25_topk import hits, top_k_full, top_k_touched
 from harness.retrievers.tokenize import Tokenizer
+
+#: postings a query term needs before its largest weight is looked up to set it aside in selection
+SKIP_MIN = 256
 
 #: the parameters' defaults (with ``index=``, a parameter left at its default takes the index's value)
 DEFAULTS: Mapping[str, Any] = MappingProxyType({"k1": 1.5, "b": 0.75, "epsilon": 0.25, "stopwords": "english",
@@ -59,8 +62,10 @@ class BM25Retriever:
     Ties are broken as trec_eval does: higher doc id first.
 
     ``index=FOLDER`` searches an index built by ``harness index build -r bm25``: the parameters come
-    from its manifest (one given that differs from it is an error), and :meth:`index` only checks
-    that the corpus is the one the index was built from.
+    from its manifest (one given that differs from it is an error; the manifest's fields must match
+    the digest its build recorded), every file's sha256 is checked against the manifest before the
+    first search (``verify=false`` skips that, at the risk of a wrong figure from a changed file), and
+    :meth:`index` only checks that the corpus is the one the index was built from.
     """
 
     def __init__(
@@ -71,10 +76,15 @@ class BM25Retriever:
         stopwords: str | Iterable[str] | None = "english",
         stemmer: str | None = "porter",
         index: str | None = None,
+        verify: bool | None = None,
     ):
         self._store: disk.BM25Index | None = None
+        if index is None and verify is not None:
+            raise HarnessError("bm25: verify= applies to an index (bm25:index=FOLDER,verify=false)")
+        if verify is not None and not isinstance(verify, bool):
+            raise HarnessError(f"bm25: verify must be true or false, not {verify!r}")
         if index is not None:
-            self._store = disk.open_index(index)
+            self._store = disk.open_index(index, verify=verify is not False)
             k1, b, epsilon, stopwords, stemmer = _from_manifest(
                 self._store.manifest, {"k1": k1, "b": b, "epsilon": epsilon, "stopwords": stopwords,
                                        "stemmer": stemmer})
@@ -90,6 +100,7 @@ class BM25Retriever:
         self._nonnegative = False
         self._by_rank_desc: np.ndarray | None = None
         self._matrix: Any = None
+        self._max_weight: dict[int, float] = {}  # term id -> its largest weight, filled as queries ask
         self.avgdl = 0.0
         self.average_idf = 0.0
         self._postings: Any = None
@@ -102,6 +113,7 @@ class BM25Retriever:
         self._vocab = {t: i for i, t in enumerate(store.terms)}
         self._arrays = {name: getattr(store, name).view(np.ndarray) for name in disk.ARRAYS}
         self._nonnegative = store.nonnegative
+        self._max_weight = {}
         self.avgdl, self.average_idf = float(m["avgdl"]), float(m["average_idf"])
 
     # -- configuration -------------------------------------------------------------------------
@@ -112,7 +124,8 @@ class BM25Retriever:
         if self._store is not None:
             m = self._store.manifest
             out["index"] = {"folder": str(self._store.folder), "corpus_sha256": m["corpus_sha256"],
-                            "documents": m["documents"], "source": m["source"]}
+                            "documents": m["documents"], "source": m["source"],
+                            "manifest_sha256": m[disk.MANIFEST_DIGEST], "files_verified": self._store.verified}
         return out
 
     @property
@@ -167,6 +180,7 @@ class BM25Retriever:
         self._arrays = {"weights": p.weights, "docs": p.docs, "offsets": p.offsets, "idf": p.idf, "rank": rank}
         self._nonnegative = not p.weights.size or float(p.weights.min()) >= 0.0
         self._by_rank_desc = self._matrix = None
+        self._max_weight = {}
         self.avgdl, self.average_idf = p.avgdl, p.average_idf
         self._postings = (p.terms, corpus)
 
@@ -200,18 +214,34 @@ class BM25Retriever:
         self._accumulate(scores, self._rows(tokens))
         return scores
 
-    def _accumulate(self, scores: np.ndarray, rows: list[int]) -> list[np.ndarray]:
-        """Add each token's row to ``scores``, token by token as rank_bm25 does; the rows' documents."""
+    def _accumulate(self, scores: np.ndarray, rows: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Add each token's row to ``scores``, token by token as rank_bm25 does; the rows' (documents,
+        weights), a repeated token's the same arrays."""
         a = self._arrays
         weights, docs, offsets = a["weights"], a["docs"], a["offsets"]
-        lists = []
+        posts = []
+        seen: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         add = np.add.at  # unbuffered, in order: the same additions as rank_bm25's, and no index cast
         for t in rows:
-            lo, hi = int(offsets[t]), int(offsets[t + 1])
-            ind = docs[lo:hi]
-            add(scores, ind, weights[lo:hi])
-            lists.append(ind)
-        return lists
+            row = seen.get(t)
+            if row is None:
+                lo, hi = offsets[t : t + 2].tolist()
+                row = seen[t] = (docs[lo:hi], weights[lo:hi])
+            add(scores, *row)
+            posts.append(row)
+        return posts
+
+    def _maxima(self, rows: list[int], posts: list[tuple[np.ndarray, np.ndarray]]) -> list[float]:
+        """Each row's largest weight, remembered per term; ``inf`` for a row too short to be worth
+        setting aside (:func:`~harness.retrievers.bm25_topk.essential`)."""
+        known = self._max_weight
+        out = []
+        for t, (docs, weights) in zip(rows, posts, strict=True):
+            m = known.get(t) if docs.size >= SKIP_MIN else math.inf
+            if m is None:
+                m = known[t] = float(weights.max())
+            out.append(m)
+        return out
 
     def _order_desc(self) -> np.ndarray:
         """Document numbers by doc id, highest first."""
@@ -231,31 +261,40 @@ class BM25Retriever:
         """Top ``k`` documents per query. A query with no token (empty, or only stopwords) gets an
         empty list; otherwise all documents are ranked, as rank_bm25 does, so a query matching fewer
         than ``k`` documents is padded with zero-score ones. ``k`` beyond the corpus size: all."""
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise HarnessError(f"bm25: k must be a positive integer, not {k!r}")
         a = self._need()
         rank, n, k = a["rank"], a["rank"].size, int(k)
         by_rank_desc = self._order_desc()
         ids = self._doc_ids
-        scores = np.zeros(n, dtype=np.float64)  # shared by the queries, reset after each
+        scores = np.zeros(n, dtype=np.float64)  # shared by the queries, reset after each but the last
         out: dict[str, list[tuple[str, float]]] = {}
-        for qid, text in queries.items():
+        last = len(queries) - 1
+        for i, (qid, text) in enumerate(queries.items()):
             tokens = self.tokenizer(text or "")
             if not tokens:
                 out[qid] = []
                 continue
-            lists = self._accumulate(scores, self._rows(tokens))
+            rows = self._rows(tokens)
+            posts = self._accumulate(scores, rows)
+            lists = [d for d, _ in posts]
             if self._nonnegative:
-                top = top_k_touched(scores, k, rank, sorted(lists, key=len), by_rank_desc)
+                top, vals = top_k_touched(scores, k, rank, lists, self._maxima(rows, posts), by_rank_desc)
             else:
-                top = top_k_full(scores, k, rank)
-            out[qid] = list(zip([ids[i] for i in top.tolist()], scores[top].tolist(), strict=True))
-            if sum(d.size for d in lists) > n // 8:
-                scores.fill(0.0)
-            else:
-                for d in lists:
-                    scores[d] = 0.0
+                top, vals = hits(top_k_full(scores, k, rank), scores)
+            out[qid] = list(zip([ids[d] for d in top], vals, strict=True))
+            if i < last:
+                _reset(scores, lists)
         return Run(out, name="bm25")
+
+
+def _reset(scores: np.ndarray, lists: list[np.ndarray]) -> None:
+    """Zero what a query added to ``scores``: the touched entries, or the whole vector when they are many."""
+    if sum(d.size for d in lists) > scores.shape[0] // 8:
+        scores.fill(0.0)
+    else:
+        for d in lists:
+            scores[d] = 0.0
 
 
 def build_index(retriever: BM25Retriever, corpus: Mapping[str, Document], folder: str | Path, *,

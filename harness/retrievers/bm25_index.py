@@ -2,9 +2,11 @@
 
 Layout of an index folder::
 
-    index.json    the manifest: kind, format, k1, b, epsilon, tokenizer, stopwords, stemmer, counts
-                  (documents, terms, postings), avgdl, average_idf, the sha256 of the ordered ids and
-                  of the corpus (ids and texts), where the corpus came from, each array's dtype and shape
+    index.json    the manifest: kind, format, k1, b, epsilon, tokenizer, stopwords, stemmer, min_weight,
+                  counts (documents, terms, postings), avgdl, average_idf, the sha256 of the ordered ids
+                  and of the corpus (ids and texts), where the corpus came from, each array's dtype and
+                  shape, the sha256 of every other file (``sha256``) and of the manifest's own fields
+                  (``manifest_sha256``)
     ids.json      document ids, in corpus (score-vector) order
     terms.json    terms, in term-id order
     weights.npy   float64 [postings]: each (term, document) pair's BM25Okapi weight
@@ -15,9 +17,14 @@ Layout of an index folder::
 
 Every file is written to a temporary name, flushed, fsynced and renamed into place; the manifest is
 written last, so a folder holding a manifest holds the whole index. Reading treats every file as
-untrusted: the manifest's schema and types, counts within bounds, each ``.npy`` header (no pickles)
-against the manifest, offsets and document numbers within range, weights finite; anything else is a
-:class:`HarnessError` naming the folder.
+untrusted (``docs/untrusted.md``, "BM25 index folders"): regular files only (``stat`` before ``open``:
+a FIFO never blocks, a link is refused), the manifest read with bounded work (size, nesting, integer
+digits, no repeated key), its schema, types, counts within bounds and its ``manifest_sha256`` (so the
+parameters a run records are the ones the weights were built with), each ``.npy`` header, dtype and
+byte size against the manifest without loading the array (never a pickle), each file's sha256 before
+the first search (``verify=False`` skips that), offsets and document numbers within range, weights
+finite; anything else is one :class:`HarnessError` naming the file. An index built before checksums
+were recorded is refused (rebuild it).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,7 +44,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.concepts.errors import HarnessError
+from harness.concepts.errors import DataError, HarnessError
+from harness.formats.npy import HashingWriter, check_array_file, file_sha256, open_regular
+from harness.results.folder import loads
 
 FORMAT = 1
 KIND = "harness-bm25-index"
@@ -46,10 +56,18 @@ MAX_DOCS = 2**31 - 1
 MAX_POSTINGS = 2**40
 MAX_JSON_BYTES = 2**34
 ARRAYS = ("weights", "docs", "offsets", "idf", "rank")
+#: the files whose sha256 a build records in the manifest's ``sha256`` object
+FILES = (*(f"{a}.npy" for a in ARRAYS), "ids.json", "terms.json")
+CHECKSUM = "sha256"
+#: the manifest's own digest: sha256 of its other fields (:func:`manifest_digest`)
+MANIFEST_DIGEST = "manifest_sha256"
+MAX_MANIFEST_BYTES = 2**20
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_NUMBER = (int, float)
 _KEYS: Mapping[str, type | tuple[type, ...]] = MappingProxyType({
-    "kind": str, "format": int, "k1": (int, float), "b": (int, float), "epsilon": (int, float),
-    "tokenizer": str, "stopwords": (str, list), "stemmer": str, "documents": int, "terms": int,
-    "postings": int, "avgdl": (int, float), "average_idf": (int, float), "ids_sha256": str,
+    "kind": str, "format": int, "k1": _NUMBER, "b": _NUMBER, "epsilon": _NUMBER,
+    "tokenizer": str, "stopwords": (str, list), "stemmer": str, "min_weight": _NUMBER, "documents": int,
+    "terms": int, "postings": int, "avgdl": _NUMBER, "average_idf": _NUMBER, "ids_sha256": str,
     "corpus_sha256": str, "source": dict, "arrays": dict, "complete": bool,
 })
 
@@ -76,19 +94,31 @@ def expected_arrays(documents: int, terms: int, postings: int) -> dict[str, tupl
             "idf": ("float64", (terms,)), "rank": ("int32", (documents,))}
 
 
+def manifest_digest(manifest: Mapping[str, Any]) -> str:
+    """sha256 of every field of ``manifest`` but :data:`MANIFEST_DIGEST` itself, as canonical JSON
+    (keys sorted, no spaces, ASCII): the parameters (k1, b, epsilon, tokenizer, stopwords, stemmer,
+    min_weight), counts, corpus digests, source, arrays and file digests, as the build wrote them."""
+    fields = {k: v for k, v in manifest.items() if k != MANIFEST_DIGEST}
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
 # -- writing -------------------------------------------------------------------------------------------
 
 
-def _atomic(path: Path, write: Any) -> None:
+def _atomic(path: Path, write: Any) -> str:
+    """Write through ``write(file)`` to a temporary name, fsync, rename into place; the bytes' sha256."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
     try:
         with open(tmp, "wb") as fh:
-            write(fh)
+            writer = HashingWriter(fh)
+            write(writer)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+    return writer.hexdigest()
 
 
 def _json_bytes(data: Any) -> bytes:
@@ -114,15 +144,16 @@ def write_index(folder: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]
     """Write an index (arrays as :func:`expected_arrays` names them); returns the manifest written."""
     folder = Path(folder).expanduser()
     prepare_folder(folder, overwrite)
-    shapes = {}
+    shapes, sums = {}, {}
     for name in ARRAYS:
         arr = np.ascontiguousarray(arrays[name])
-        _atomic(folder / f"{name}.npy", lambda fh, a=arr: np.save(fh, a, allow_pickle=False))
+        sums[f"{name}.npy"] = _atomic(folder / f"{name}.npy", lambda fh, a=arr: np.save(fh, a, allow_pickle=False))
         shapes[name] = {"dtype": str(arr.dtype), "shape": list(arr.shape)}
-    _atomic(folder / "ids.json", lambda fh: fh.write(_json_bytes(list(ids))))
-    _atomic(folder / "terms.json", lambda fh: fh.write(_json_bytes(list(terms))))
+    sums["ids.json"] = _atomic(folder / "ids.json", lambda fh: fh.write(_json_bytes(list(ids))))
+    sums["terms.json"] = _atomic(folder / "terms.json", lambda fh: fh.write(_json_bytes(list(terms))))
     out = {"kind": KIND, "format": FORMAT, **manifest, "arrays": shapes, "created": round(time.time(), 3),
-           "complete": True}
+           "complete": True, "checksums": CHECKSUM, CHECKSUM: sums}
+    out[MANIFEST_DIGEST] = manifest_digest(json.loads(_json_bytes(out)))  # of the fields as a reader sees them
     _atomic(folder / MANIFEST, lambda fh: fh.write(_json_bytes(out) + b"\n"))
     return out
 
@@ -146,12 +177,13 @@ class BuildReport:
 
 
 def is_index(folder: str | os.PathLike[str]) -> bool:
-    """Whether ``folder``'s manifest says it is a BM25 index (not checked further)."""
+    """Whether ``folder``'s manifest says it is a BM25 index (read with the bounds of
+    :func:`read_manifest`, not checked further; a manifest that cannot be read so is not one)."""
     try:
-        with open(Path(folder).expanduser() / MANIFEST, "rb") as fh:
-            return json.loads(fh.read(2**20)).get("kind") == KIND
-    except (OSError, ValueError, AttributeError):
+        m = _read_json(Path(folder).expanduser(), MANIFEST, MAX_MANIFEST_BYTES)
+    except HarnessError:
         return False
+    return isinstance(m, dict) and m.get("kind") == KIND
 
 
 # -- reading -------------------------------------------------------------------------------------------
@@ -161,45 +193,42 @@ def _bad(folder: Path, what: str) -> HarnessError:
     return HarnessError(f"{folder}: not a valid BM25 index ({what}); rebuild it with `harness index build -r bm25`")
 
 
-def _own_file(folder: Path, name: str) -> Path:
-    """``folder/name``, refused when it is a link (a file of the index never leads out of its folder)."""
-    path = folder / name
-    if path.is_symlink():
-        raise _bad(folder, f"{name} is a symbolic link")
-    return path
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _read_json(folder: Path, name: str, limit: int) -> Any:
-    path = _own_file(folder, name)
+    """``folder/name``: a regular file (never a link, a FIFO or a device: see
+    :func:`~harness.formats.npy.open_regular`) of at most ``limit`` bytes, UTF-8 JSON with bounded
+    nesting and integers and no repeated key (:func:`harness.results.folder.loads`)."""
+    path = folder / name
     try:
-        size = path.stat().st_size
-        if size > limit:
-            raise _bad(folder, f"{name} is {size} bytes, more than its counts allow")
-        return json.loads(path.read_bytes().decode("utf-8", "surrogatepass"))
-    except FileNotFoundError:
-        raise _bad(folder, f"{name} is missing") from None
-    except (OSError, ValueError) as exc:
-        raise _bad(folder, f"{name} unreadable: {exc}") from None
+        with open_regular(path, links=False) as fh:
+            raw = fh.read(limit + 1)
+    except OSError as exc:
+        raise DataError(f"unreadable: {exc.strerror or exc}", path) from None
+    if len(raw) > limit:
+        raise DataError(f"holds more than {limit:,} bytes, more than an index of its counts writes", path)
+    try:
+        text = raw.decode("utf-8", "surrogatepass")  # ids may hold lone surrogates, written so
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 ({exc.reason} at byte {exc.start})", path) from None
+    return loads(text, str(path))
 
 
-def read_manifest(folder: str | os.PathLike[str]) -> dict[str, Any]:
-    """The manifest, its schema, types and counts checked."""
-    folder = Path(folder).expanduser()
-    if not (folder / MANIFEST).is_file():
-        raise HarnessError(f"{folder}: not an index (no {MANIFEST}); build one with `harness index build -r bm25`")
-    m = _read_json(folder, MANIFEST, 2**20)
-    if not isinstance(m, dict) or m.get("kind") != KIND:
-        raise _bad(folder, f"{MANIFEST} is not a BM25 index manifest")
-    if m.get("format") != FORMAT:
-        raise HarnessError(f"{folder}: BM25 index format {m.get('format')!r}; this harness reads format {FORMAT} "
-                           f"(rebuild it with `harness index build -r bm25`)")
+def _check_fields(folder: Path, m: Mapping[str, Any]) -> None:
+    """The manifest's schema: each field of its type, numbers finite, counts within bounds, the
+    arrays' dtypes and shapes those the counts make."""
+    path = folder / MANIFEST
     for key, kind in _KEYS.items():
         value = m.get(key)
         if not isinstance(value, kind) or isinstance(value, bool) is not (kind is bool):
-            raise _bad(folder, f"manifest field {key!r} is {value!r}")
-    for key in ("k1", "b", "epsilon", "avgdl", "average_idf"):
+            raise DataError(f"field {key!r} is {_show(value)}; rebuild the index with `harness index build -r bm25`",
+                            path)
+    for key in ("k1", "b", "epsilon", "avgdl", "average_idf", "min_weight"):
         if not math.isfinite(m[key]):
-            raise _bad(folder, f"manifest field {key!r} is {m[key]!r}")
+            raise DataError(f"field {key!r} is {m[key]!r}, not a finite number", path)
     if not m["complete"]:
         raise _bad(folder, "the build did not finish")
     if not (1 <= m["documents"] <= MAX_DOCS and 1 <= m["terms"] <= MAX_POSTINGS
@@ -207,37 +236,85 @@ def read_manifest(folder: str | os.PathLike[str]) -> dict[str, Any]:
         raise _bad(folder, f"counts out of bounds: {m['documents']} documents, {m['terms']} terms, "
                            f"{m['postings']} postings")
     if isinstance(m["stopwords"], list) and not all(isinstance(w, str) for w in m["stopwords"]):
-        raise _bad(folder, "manifest field 'stopwords' holds a non-string")
+        raise DataError("field 'stopwords' holds a non-string", path)
+    want = {name: {"dtype": dtype, "shape": list(shape)}
+            for name, (dtype, shape) in expected_arrays(m["documents"], m["terms"], m["postings"]).items()}
+    if m["arrays"] != want:
+        raise DataError(f"field 'arrays' is {_show(m['arrays'])}; the counts make {_show(want)}", path)
+
+
+def _check_checksum_fields(m: Mapping[str, Any], path: Path) -> bool:
+    """Whether the manifest records checksums (``checksums``, ``sha256``, ``manifest_sha256``), each
+    field checked; a manifest with none of them was written before checksums were recorded."""
+    if not any(key in m for key in ("checksums", CHECKSUM, MANIFEST_DIGEST)):
+        return False
+    if m.get("checksums") != CHECKSUM:
+        raise DataError(f"field 'checksums' must be {CHECKSUM!r}, not {_show(m.get('checksums'))}", path)
+    sums = m.get(CHECKSUM)
+    if (not isinstance(sums, dict) or set(sums) != set(FILES)
+            or not all(isinstance(v, str) and _HEX64.fullmatch(v) for v in sums.values())):
+        raise DataError(f"field {CHECKSUM!r} must map {', '.join(FILES)} to their sha256 (64 lowercase hex digits), "
+                        f"not {_show(sums)}", path)
+    digest = m.get(MANIFEST_DIGEST)
+    if not isinstance(digest, str) or not _HEX64.fullmatch(digest):
+        raise DataError(f"field {MANIFEST_DIGEST!r} must be a sha256 (64 lowercase hex digits), not {_show(digest)}",
+                        path)
+    return True
+
+
+def read_manifest(folder: str | os.PathLike[str], check_digest: bool = True) -> dict[str, Any]:
+    """The manifest, its schema, types and counts checked, and (``check_digest``) its fields against
+    the ``manifest_sha256`` its build recorded, when it records one (:func:`require_checksums`)."""
+    folder = Path(folder).expanduser()
+    path = folder / MANIFEST
+    if not os.path.lexists(path):
+        raise HarnessError(f"{folder}: not an index (no {MANIFEST}); build one with `harness index build -r bm25`")
+    m = _read_json(folder, MANIFEST, MAX_MANIFEST_BYTES)
+    if not isinstance(m, dict) or m.get("kind") != KIND:
+        raise DataError(f"not a BM25 index manifest (kind is not {KIND!r})", path)
+    if m.get("format") != FORMAT:
+        raise HarnessError(f"{folder}: BM25 index format {_show(m.get('format'))}; this harness reads format "
+                           f"{FORMAT} (rebuild it with `harness index build -r bm25`)")
+    _check_fields(folder, m)
+    if _check_checksum_fields(m, path) and check_digest:
+        got = manifest_digest(m)
+        if got != m[MANIFEST_DIGEST]:
+            raise DataError(f"its fields do not match the {MANIFEST_DIGEST} its build recorded (sha256 {got}, "
+                            f"recorded {m[MANIFEST_DIGEST]}): a parameter, count or digest was edited after the "
+                            f"build, so it no longer describes the weights; rebuild the index with "
+                            f"`harness index build -r bm25 --overwrite`", path)
     return m
 
 
-def _load_array(folder: Path, name: str, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
-    path = _own_file(folder, f"{name}.npy")
-    try:
-        with open(path, "rb") as fh:  # the header first: a pickled array is never unpickled
-            version = np.lib.format.read_magic(fh)
-            if version == (1, 0):
-                head = np.lib.format.read_array_header_1_0(fh)
-            elif version == (2, 0):
-                head = np.lib.format.read_array_header_2_0(fh)
-            else:
-                raise ValueError(f"npy version {version}")
-        if head != (shape, False, np.dtype(dtype)):
-            raise ValueError(f"header says {head[1] and 'Fortran ' or ''}{head[2]} {head[0]}, "
-                             f"the manifest {dtype} {shape}")
-        arr = np.load(path, mmap_mode="r", allow_pickle=False)
-    except FileNotFoundError:
-        raise _bad(folder, f"{name}.npy is missing") from None
-    except (OSError, ValueError, TypeError) as exc:
-        raise _bad(folder, f"{name}.npy: {exc}") from None
-    if arr.shape != shape or arr.dtype != np.dtype(dtype):
-        raise _bad(folder, f"{name}.npy holds {arr.dtype} {arr.shape}, not {dtype} {shape}")
-    return arr
+def require_checksums(folder: Path, m: Mapping[str, Any]) -> None:
+    """Refuse an index whose manifest records no checksums (built before they were recorded): neither
+    its parameters nor its weights could be checked, and no check is an error, never a pass."""
+    if MANIFEST_DIGEST not in m:
+        raise DataError("records no checksums (the index was built before the harness recorded them), so neither "
+                        "its parameters nor its weights can be verified; rebuild it with `harness index build -r "
+                        "bm25 ... --overwrite` (seconds to minutes)", folder / MANIFEST)
+
+
+def _mismatch(folder: Path, m: Mapping[str, Any], name: str) -> tuple[Path, str, str] | None:
+    """``(file, sha256 now, sha256 recorded)`` when ``name``'s sha256 differs from the manifest's."""
+    path = folder / name
+    got, want = file_sha256(path, links=False), m[CHECKSUM][name]
+    return None if got == want else (path, got, want)
+
+
+def _map(path: Path, dtype: str, shape: tuple[int, ...], offset: int) -> np.ndarray:
+    """The array after its header, memory-mapped read-only from the regular file opened here."""
+    with open_regular(path, links=False) as fh:
+        try:
+            return np.memmap(fh, dtype=np.dtype(dtype), mode="r", offset=offset, shape=shape, order="C")
+        except (OSError, ValueError) as exc:
+            raise DataError(f"cannot be mapped: {exc}", path) from None
 
 
 @dataclass
 class BM25Index:
-    """An index folder opened for search: arrays memory-mapped, ids and terms in memory."""
+    """An index folder opened for search: arrays memory-mapped, ids and terms in memory; ``verified``:
+    whether every file's sha256 was checked against the manifest when it was opened."""
 
     folder: Path
     manifest: dict[str, Any]
@@ -248,28 +325,65 @@ class BM25Index:
     offsets: np.ndarray
     idf: np.ndarray
     rank: np.ndarray
+    verified: bool = False
 
     @property
     def nonnegative(self) -> bool:
-        return bool(self.manifest.get("min_weight", -1.0) >= 0.0)
+        return bool(self.manifest["min_weight"] >= 0.0)
 
 
-def open_index(folder: str | os.PathLike[str]) -> BM25Index:
-    """Open and validate an index folder (bounded work per byte read; nothing is unpickled)."""
+def open_index(folder: str | os.PathLike[str], verify: bool = True) -> BM25Index:
+    """Open and validate an index folder, in this order: the manifest (schema, counts, its
+    ``manifest_sha256``; an index without checksums is refused), each ``.npy`` header, dtype and size,
+    ``ids.json`` and ``terms.json`` (bounded), every file's sha256 when ``verify``, then the values.
+    Bounded work per byte read; nothing is unpickled."""
     folder = Path(folder).expanduser()
     m = read_manifest(folder)
+    require_checksums(folder, m)
     n_docs, n_terms, n_post = m["documents"], m["terms"], m["postings"]
     want = expected_arrays(n_docs, n_terms, n_post)
-    arrays = {name: _load_array(folder, name, dtype, shape) for name, (dtype, shape) in want.items()}
+    heads = {name: check_array_file(folder / f"{name}.npy", shape, dtype, links=False)
+             for name, (dtype, shape) in want.items()}
     ids = _read_json(folder, "ids.json", 4096 * n_docs + 2**20)  # counts are bounded by the arrays' sizes
     terms = _read_json(folder, "terms.json", 4096 * n_terms + 2**20)
+    if verify:
+        for name in FILES:
+            bad = _mismatch(folder, m, name)
+            if bad is not None:
+                raise DataError(f"sha256 {bad[1]}, while {MANIFEST} records {bad[2]}: the file was changed or "
+                                f"swapped after the build (`harness index verify {folder}` checks every file; "
+                                f"bm25:index=...,verify=false skips this check)", bad[0])
     for name, values, count in (("ids.json", ids, n_docs), ("terms.json", terms, n_terms)):
         if not isinstance(values, list) or len(values) != count or not all(isinstance(v, str) for v in values):
-            raise _bad(folder, f"{name} is not a list of {count} strings")
+            raise DataError(f"is not a list of {count} strings", folder / name)
     if len(set(terms)) != n_terms or ids_digest(ids) != m["ids_sha256"]:
         raise _bad(folder, "terms repeat, or the ids do not match the manifest's digest")
+    arrays = {name: _map(folder / f"{name}.npy", dtype, shape, heads[name]) for name, (dtype, shape) in want.items()}
     _check_arrays(folder, m, arrays)
-    return BM25Index(folder, m, ids, terms, **arrays)
+    return BM25Index(folder, m, ids, terms, **arrays, verified=verify)
+
+
+def verify_index(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """Check an index folder whole (``harness index verify``): the manifest's schema (an error when
+    malformed or without checksums), the manifest's fields against its ``manifest_sha256`` and every
+    file's sha256 against the one the build recorded; when all match, every other check of
+    :func:`open_index`. Returns ``{"folder", "kind", "files", "checksums": "sha256", "mismatches":
+    [{"file", "sha256", "recorded"}, ...]}``."""
+    folder = Path(folder).expanduser()
+    m = read_manifest(folder, check_digest=False)
+    require_checksums(folder, m)
+    mismatches = []
+    got = manifest_digest(m)
+    if got != m[MANIFEST_DIGEST]:
+        mismatches.append({"file": str(folder / MANIFEST), "sha256": got, "recorded": m[MANIFEST_DIGEST]})
+    for name in FILES:
+        bad = _mismatch(folder, m, name)
+        if bad is not None:
+            mismatches.append({"file": str(bad[0]), "sha256": bad[1], "recorded": bad[2]})
+    if not mismatches:
+        open_index(folder, verify=False)
+    return {"folder": str(folder), "kind": KIND, "files": [MANIFEST, *FILES], "checksums": CHECKSUM,
+            "mismatches": mismatches}
 
 
 def _check_arrays(folder: Path, m: Mapping[str, Any], a: Mapping[str, np.ndarray]) -> None:
@@ -282,13 +396,9 @@ def _check_arrays(folder: Path, m: Mapping[str, Any], a: Mapping[str, np.ndarray
         raise _bad(folder, "docs.npy holds a document number outside the corpus")
     if np.bincount(rank.clip(0, n_docs), minlength=n_docs + 1)[:n_docs].min() != 1:
         raise _bad(folder, "rank.npy is not a permutation of the documents")
-    low = m.get("min_weight")
-    if not isinstance(low, int | float) or isinstance(low, bool) or not math.isfinite(low):
-        raise _bad(folder, f"manifest field 'min_weight' is {low!r}")
     for name in ("weights", "idf"):
         arr = a[name]
         if arr.size and not bool(np.isfinite(arr).all()):
             raise _bad(folder, f"{name}.npy holds a value that is not finite")
-    if a["weights"].size and float(a["weights"].min()) < low:
+    if a["weights"].size and float(a["weights"].min()) < m["min_weight"]:
         raise _bad(folder, "weights.npy holds a weight below the manifest's min_weight")
-

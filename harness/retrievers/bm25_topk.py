@@ -3,19 +3,30 @@
 Order: score descending, then document id descending (trec_eval's tie rule), given as ``rank``: each
 document's position in doc-id order. A document that holds none of the query's terms scores exactly
 0 (nothing is added to it), so when no weight is negative the k best are found among the documents
-the query touches: a lower bound ``L`` on the k-th best score comes from k distinct touched documents
-(those of the rarest query terms, whose scores are the highest as a rule); only the documents
-scoring at least ``L`` are then ranked. With fewer than k positive scores, the rest are the
-zero-score documents with the highest ids. With negative weights (a negative ``epsilon`` idf floor)
-the full vector is partitioned, as :func:`top_k_full` does.
+the query touches: a lower bound ``L`` on the k-th best score comes from documents of the rarest
+query terms (whose scores are the highest as a rule), and only the documents scoring at least ``L``
+are ranked. They are looked for in the postings of the terms that can lift a document to ``L``
+(MaxScore's essential terms): a document outside those holds only terms whose largest weights,
+added in the query's order, stay below ``L`` (float addition is monotonic, so it scores no more);
+or by one pass over the score vector when those postings are long. With fewer than k positive
+scores, the rest are the zero-score documents with the highest ids. With negative weights (a
+negative ``epsilon`` idf floor) the full vector is partitioned, as :func:`top_k_full` does.
+
+A single query is mostly cold calls (each several times its warm cost: ``bench/bench_bm25.py`` times
+a query right after rank_bm25's pass over the corpus), so the selection makes few calls on small
+arrays and ranks a small candidate set with a Python sort.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 #: most postings of the rarest terms scored to find the threshold
 SAMPLE = 1024
+#: most candidates ranked by a Python sort (more: numpy's partition and lexsort)
+SMALL = 256
 
 
 def top_k_full(scores: np.ndarray, k: int, rank: np.ndarray) -> np.ndarray:
@@ -37,32 +48,48 @@ def top_k_full(scores: np.ndarray, k: int, rank: np.ndarray) -> np.ndarray:
     return cand[order[:k]]
 
 
-def best_among(cand: np.ndarray, scores: np.ndarray, k: int, rank: np.ndarray) -> np.ndarray:
-    """The ``k`` best of the distinct documents ``cand``, best first."""
+Hits = tuple[list[int], list[float]]
+"""Document numbers, best first, and their scores."""
+
+
+def hits(top: np.ndarray, scores: np.ndarray) -> Hits:
+    return top.tolist(), scores[top].tolist()
+
+
+def best_among(cand: np.ndarray, scores: np.ndarray, k: int, rank: np.ndarray, distinct: bool = True) -> Hits:
+    """The ``k`` best of the documents ``cand`` (repeats allowed where ``distinct`` is false)."""
+    if cand.size <= SMALL:  # (score, rank) is unique per document: the set drops repeats only
+        best = sorted(set(zip(scores[cand].tolist(), rank[cand].tolist(), cand.tolist())), reverse=True)[:k]
+        return [d for _, _, d in best], [s for s, _, _ in best]
+    if not distinct:
+        cand = np.unique(cand)
     if cand.size > 4 * k:
-        sub = top_k_full(scores[cand], k, rank[cand])
-        return cand[sub]
-    order = np.lexsort((-rank[cand], -scores[cand]))
-    return cand[order[:k]]
+        return hits(cand[top_k_full(scores[cand], k, rank[cand])], scores)
+    return hits(cand[np.lexsort((-rank[cand], -scores[cand]))[:k]], scores)
 
 
 def threshold(scores: np.ndarray, lists: list[np.ndarray], k: int) -> float | None:
-    """A lower bound on the k-th best score: the k-th best of k or more distinct documents taken from
-    ``lists`` (postings of the query's terms, rarest first), or None when they hold fewer than k."""
+    """A lower bound on the k-th best score from ``lists`` (distinct postings, rarest first), or None
+    when they hold too few documents: with ``m`` lists taken a document appears at most ``m`` times
+    among them, so at least k distinct documents reach the (m(k-1)+1)-th best of their scores."""
     picked: list[np.ndarray] = []
-    size = 0
+    size = need = 0
     for docs in lists:
         picked.append(docs[:SAMPLE])
-        size += min(docs.size, SAMPLE)
-        if size >= 2 * k or size >= SAMPLE:
+        size += picked[-1].size
+        need = len(picked) * (k - 1) + 1
+        if size >= SAMPLE or size >= max(need, 2 * k):
             break
-    if not picked:
+    if size < need or not picked:
         return None
-    sample = picked[0] if len(picked) == 1 else np.unique(np.concatenate(picked))
-    if sample.size < k:
-        return None
-    vals = scores[sample]
-    return float(np.partition(vals, vals.size - k)[vals.size - k])
+    return kth_best(scores[picked[0] if len(picked) == 1 else np.concatenate(picked)], need)
+
+
+def kth_best(vals: np.ndarray, need: int) -> float:
+    """The ``need``-th largest of ``vals``."""
+    if vals.size <= 64:
+        return sorted(vals.tolist())[vals.size - need]
+    return float(np.partition(vals, vals.size - need)[vals.size - need])
 
 
 def zero_fill(scores: np.ndarray, need: int, by_rank_desc: np.ndarray, touched: int) -> np.ndarray:
@@ -71,18 +98,48 @@ def zero_fill(scores: np.ndarray, need: int, by_rank_desc: np.ndarray, touched: 
     return head[scores[head] == 0.0][:need]
 
 
-def top_k_touched(scores: np.ndarray, k: int, rank: np.ndarray, lists: list[np.ndarray],
-                  by_rank_desc: np.ndarray) -> np.ndarray:
-    """The ``k`` best, best first, when no score is negative and every document outside ``lists``
-    (the query terms' postings, rarest first) scores 0."""
+def upper_bound(maxima: list[float], skip: list[bool]) -> float:
+    """The largest score a document holding only the tokens marked in ``skip`` can have: their largest
+    weights added in token order, as the scores are (float addition is monotonic)."""
+    total = 0.0
+    for m, out in zip(maxima, skip, strict=True):
+        if out:
+            total += m
+    return total
+
+
+def essential(lists: list[np.ndarray], maxima: list[float], bound: float) -> list[np.ndarray]:
+    """The distinct postings among which every document scoring at least ``bound`` is: the longest
+    are set aside while a document holding only set-aside tokens stays below ``bound``. ``lists[i]``,
+    ``maxima[i]``: the postings and the largest weight of the query's i-th token (``inf``: never set
+    aside). A repeated token may be set aside in one place and kept in another: its postings are
+    then scanned, and the bound only counts it more than needed."""
+    skip = [False] * len(lists)
+    for i in sorted((i for i, m in enumerate(maxima) if m < math.inf), key=lambda i: -lists[i].size):
+        skip[i] = True
+        if not upper_bound(maxima, skip) < bound:
+            skip[i] = False
+    return list({id(d): d for d, out in zip(lists, skip, strict=True) if not out}.values())
+
+
+def top_k_touched(scores: np.ndarray, k: int, rank: np.ndarray, lists: list[np.ndarray], maxima: list[float],
+                  by_rank_desc: np.ndarray) -> Hits:
+    """The ``k`` best and their scores, best first, when no score is negative and every document
+    outside ``lists`` scores 0. ``lists[i]``: the postings (distinct documents) of the query's i-th
+    token, a repeated token repeating the same array; ``maxima[i]``: its largest weight (``inf``:
+    never set aside)."""
     n = scores.shape[0]
     k = min(k, n)
-    bound = threshold(scores, lists, k)
+    bound = threshold(scores, sorted({id(d): d for d in lists}.values(), key=len), k)  # rarest first
     if bound is not None and bound > 0.0:
+        scan = essential(lists, maxima, bound)
+        if scan and sum(d.size for d in scan) <= n // 4:
+            cand = scan[0] if len(scan) == 1 else np.concatenate(scan)
+            return best_among(cand[scores[cand] >= bound], scores, k, rank, distinct=len(scan) == 1)
         return best_among(np.flatnonzero(scores >= bound), scores, k, rank)
     positive = np.flatnonzero(scores > 0.0)
     if positive.size >= k:
         return best_among(positive, scores, k, rank)
     top = positive[np.lexsort((-rank[positive], -scores[positive]))]
     touched = sum(d.size for d in lists)
-    return np.concatenate([top, zero_fill(scores, k - top.size, by_rank_desc, touched)])
+    return hits(np.concatenate([top, zero_fill(scores, k - top.size, by_rank_desc, touched)]), scores)

@@ -65,8 +65,10 @@ class Tokenizer:
 
     def _stem(self, tokens: list[str]) -> list[str]:
         cache = self._stem_cache
-        new = [t for t in set(tokens) if t not in cache]
-        if new:
+        try:
+            return [cache[t] for t in tokens]  # a query's words are known as a rule: one pass
+        except KeyError:
+            new = list({t: None for t in tokens if t not in cache})
             cache.update(zip(new, self._stem_words(new), strict=True))  # type: ignore[misc]
         return [cache[t] for t in tokens]
 
@@ -75,7 +77,12 @@ class Tokenizer:
         ``self(word)`` yields for it, for tokenizers that look words up one at a time."""
         if word in self.stopwords:
             return None
-        return self._stem([word])[0] if self._stem_words is not None else word
+        if self._stem_words is None:
+            return word
+        stem = self._stem_cache.get(word)
+        if stem is None:
+            stem = self._stem_cache[word] = self._stem_words([word])[0]
+        return stem
 
     def config(self) -> dict[str, Any]:
         return {"tokenizer": r"lowercase \w+", "stopwords": self.stopwords_name, "stemmer": self.stemmer_name}

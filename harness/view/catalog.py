@@ -21,6 +21,7 @@ from harness.concepts.errors import HarnessError
 from harness.results import folder as files_in
 from harness.results.store import StoredResults, read_results
 from harness.results.table import metrics_table
+from harness.view import rows as rows_of
 
 #: queries per file of the static bundle's per-query data
 CHUNK = 100
@@ -78,6 +79,8 @@ class Catalog:
         if not paths:
             raise HarnessError("harness view needs at least one results folder")
         self.cache_dir = Path(cache_dir) if cache_dir else None
+        self._readers: dict[str, tuple[Any, str | None]] = {}  # a cache folder's real path -> (reader, note)
+        self._readers_lock = threading.Lock()
         self.runs: dict[str, RunEntry] = {}
         for given in paths:
             p = Path(given)
@@ -95,11 +98,13 @@ class Catalog:
 
     def _add(self, folder: Path, label: str) -> None:
         stored = read_results(folder)
+        rows_of.check_results(stored.data, str(stored.path))
         rid = f"r{len(self.runs) + 1}"
         if stored.is_suite:
             suite_id = rid
             self.runs[rid] = RunEntry(rid, label, stored)
             for i, (task, member) in enumerate(stored.members().items(), start=1):
+                rows_of.check_results(member.data, str(member.path))
                 mid = f"{suite_id}-{i}"
                 self.runs[mid] = RunEntry(mid, f"{label} / {task}", member, suite=suite_id)
         else:
@@ -221,7 +226,7 @@ class Catalog:
         try:
             self.rankings(r)
             self._extras(r)
-        except HarnessError:
+        except Exception:  # noqa: BLE001  (the query page reads them again and reports the problem)
             return
 
     def query_payload(self, rid: str, qid: str) -> dict[str, Any]:
@@ -247,7 +252,7 @@ class Catalog:
         return {
             "run": r.id, "label": r.label, "task": _member_task(r) if r.suite else r.stored.task_name,
             "query_id": qid, "metrics": rows.get(qid, {}),
-            "rankings": {label: _parse_hits(p, v.get(qid, [])) for label, (p, v) in ranks.items()},
+            "rankings": {label: _parse_hits(r, label, p, v.get(qid, [])) for label, (p, v) in ranks.items()},
             "first_stage": bool(first),
             "queries": extras["queries"].get(qid), "qrels": extras["qrels"].get(qid),
             "judgments": extras["judgments"].get(qid, []),
@@ -294,23 +299,69 @@ class Catalog:
             calls.setdefault(row.get("query_id"), []).append(row)
         named = next((row["cache"] for rows in calls.values() for row in rows
                       if isinstance(row.get("cache"), str)), None)
-        out["cache"], out["llm_note"] = self._cache_for(named)
+        out["cache"], out["llm_note"] = self._cache_for(named, r)
         out["llm_calls"] = calls
         return out
 
-    def _cache_for(self, named: str | None) -> tuple[Any, str | None]:
-        """The LLM cache the calls were stored in: ``--cache`` if given, else the folder
-        ``llm_calls.jsonl`` names when it exists here; None (and why) otherwise."""
-        from harness.llm.cache import LLMCache
-
-        path = self.cache_dir or (Path(named) if named else None)
-        if path is None:
+    def _cache_for(self, named: str | None, r: RunEntry) -> tuple[Any, str | None]:
+        """The LLM cache holding the calls' prompts and replies, opened read-only: ``--cache DIR`` if
+        given, else the cache the results folder holds whose path ends like the one ``llm_calls.jsonl``
+        names (a name to match inside the folder, never a place to go); None (and why) otherwise."""
+        if self.cache_dir is not None:
+            return self._reader(_llm_folder(self.cache_dir))
+        if named is None:
             return None, "the results name no LLM cache; give one with --cache DIR to see prompts and replies"
-        if path.name != "llm" and (path / "llm").is_dir():
-            path = path / "llm"
-        if not (path / "cache.db").is_file():
-            return None, f"the LLM cache {path} is not readable here; prompts and replies are not shown"
-        return LLMCache(path), None
+        held = _held_cache(self.runs[r.suite].folder if r.suite else r.folder, named)
+        if held is None:
+            return None, (f"the calls were cached in {named[:300]!r}, which this results folder does not hold; a "
+                          "cache elsewhere is opened only when named: harness view --cache DIR shows the prompts "
+                          "and replies")
+        return self._reader(held)
+
+    def _reader(self, folder: Path) -> tuple[Any, str | None]:
+        """One read-only reader per cache folder (:class:`harness.llm.cache_rows.CacheReader`: nothing is
+        created or changed there), or the note saying why none."""
+        from harness.llm.cache_rows import CacheReader, ForeignCacheError
+
+        real = os.path.realpath(folder)
+        with self._readers_lock:
+            if real not in self._readers:
+                if not (folder / "cache.db").is_file():
+                    found: tuple[Any, str | None] = (None, f"no LLM cache in {folder} (no cache.db); prompts and "
+                                                           "replies are not shown")
+                else:
+                    try:
+                        found = (CacheReader(folder), None)
+                    except ForeignCacheError as exc:
+                        found = (None, f"{exc}; prompts and replies are not shown")
+                self._readers[real] = found
+            return self._readers[real]
+
+
+#: the most trailing parts of a cache path named in llm_calls.jsonl that are matched inside a results folder
+MAX_CACHE_NAME_PARTS = 32
+
+
+def _llm_folder(path: Path) -> Path:
+    """A cache root's ``llm`` sub-folder when ``path`` is the root, else ``path``."""
+    return path / "llm" if path.name != "llm" and (path / "llm").is_dir() else path
+
+
+def _held_cache(root: Path, named: str) -> Path | None:
+    """The cache folder inside ``root`` (symlinks resolved) at the longest trailing part of ``named`` (the
+    path ``llm_calls.jsonl`` names: absolute, or from another machine) that holds a ``cache.db``; parts
+    ``..`` never match. None when the folder holds no such cache: a cache outside it is never opened."""
+    if "\x00" in named:
+        return None
+    parts = [p for p in named.replace("\\", "/").split("/") if p not in ("", ".")][-MAX_CACHE_NAME_PARTS:]
+    for i in range(len(parts)):
+        tail = parts[i:]
+        if ".." in tail or any(":" in p for p in tail):  # never up, never a drive
+            continue
+        candidate = _llm_folder(root.joinpath(*tail))
+        if (candidate / "cache.db").is_file() and _inside(root, candidate / "cache.db"):
+            return candidate
+    return None
 
 
 def _member_task(r: RunEntry) -> str:
@@ -318,30 +369,29 @@ def _member_task(r: RunEntry) -> str:
 
 
 def _with_entry(row: dict[str, Any], cache: Any) -> dict[str, Any]:
+    """A call with its prompt, reply and model from the cache reader ``cache``; an entry the harness did not
+    write (or could not be read) is one message in ``missing``, never decoded."""
     out = dict(row)
     key = row.get("key")
-    if cache is not None and isinstance(key, str) and len(key) == 64:
+    if cache is None or not isinstance(key, str) or len(key) != 64:
+        return out
+    try:
         entry = cache.get(key)
-        if entry is not None:
-            out["messages"] = (entry.get("key") or {}).get("messages")
-            out["reply"] = (entry.get("reply") or {}).get("text")
-            out["model"] = (entry.get("key") or {}).get("model")
-        else:
-            out["missing"] = "not in the LLM cache"
+    except HarnessError as exc:
+        out["missing"] = str(exc)
+        return out
+    if entry is None:
+        out["missing"] = "not in the LLM cache"
+    else:
+        out["messages"] = entry["key"].get("messages")
+        out["reply"] = entry["reply"]["text"]
+        out["model"] = entry["key"].get("model")
     return out
 
 
 def _jsonl(r: RunEntry, path: Path, field: str) -> list[dict[str, Any]]:
-    dec = files_in.decoder()
-    rows = []
-    for lineno, line in r.stored.lines(path, f"files[{field!r}]"):
-        if line.strip():
-            row = files_in.loads(line, f"{path}:{lineno}", dec)
-            if isinstance(row, dict):
-                if isinstance(row.get("query_id"), int):
-                    row["query_id"] = str(row["query_id"])
-                rows.append(row)
-    return rows
+    """The rows of an optional file read inside the folder, each field type-checked (:mod:`harness.view.rows`)."""
+    return rows_of.read_rows(r.stored.lines(path, f"files[{field!r}]"), path, field)
 
 
 def _group_run(r: RunEntry, label: str, path: Path) -> dict[str, list[str]]:
@@ -354,18 +404,11 @@ def _group_run(r: RunEntry, label: str, path: Path) -> dict[str, list[str]]:
     return out
 
 
-def _parse_hits(path: Path, lines: list[str]) -> list[list[Any]]:
-    """[[doc, rank, score], ...] sorted by rank; every line ``qid Q0 docid rank score tag``."""
-    hits = []
-    for line in lines:
-        parts = line.split()
-        if len(parts) != 6:
-            raise HarnessError(f"{path}: expected 6 fields 'qid Q0 docid rank score tag', found {len(parts)}: "
-                               f"{line[:80]!r}")
-        try:
-            rank, score = int(parts[3]), float(parts[4])
-        except ValueError:
-            raise HarnessError(f"{path}: rank and score must be numbers: {line[:80]!r}") from None
-        hits.append([parts[2], rank, _num(score)])
-    hits.sort(key=lambda h: h[1])
-    return hits
+def _parse_hits(r: RunEntry, label: str, path: Path, lines: list[str]) -> list[list[Any]]:
+    """[[doc, rank, score], ...] sorted by rank; every line ``qid Q0 docid rank score tag``
+    (:func:`harness.view.rows.parse_hits`)."""
+
+    def locate(bad: str) -> int | None:
+        return next((n for n, line in r.stored.lines(path, f"files[{label!r}]") if line == bad), None)
+
+    return rows_of.parse_hits(path, lines, locate)

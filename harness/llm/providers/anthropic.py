@@ -89,10 +89,13 @@ class AnthropicProvider(BaseProvider):
         return body
 
     def chat(self, messages: list[Message], options: ChatOptions, *, timeout: float | None = None) -> Reply:
+        from harness.llm.transport import reply_deadline
+
         client = self.client()
         body = self.request_body(messages, options)
         try:
-            resp = client.messages.create(**body, timeout=self.sdk_timeout(self._sdk, timeout))
+            with reply_deadline(self.read_timeout(timeout)):  # the whole reply within the attempt's timeout
+                resp = client.messages.create(**body, timeout=self.sdk_timeout(self._sdk, timeout))
         except Exception as exc:
             mapped = map_sdk_error(exc, self._sdk, self, timeout)
             if mapped is None:

@@ -113,6 +113,7 @@ class BaseProvider:
         self._api_key: str | None = None
         self.key_source = "no key"
         self._sdk_client: Any = None
+        self._http_client: Any = None  # the SDK client's httpx client (sdk_connection)
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:  # never shows the key, nor credentials in the URL
@@ -124,12 +125,16 @@ class BaseProvider:
         return redact_url(self.base_url) if self.base_url else None
 
     def sdk_connection(self, sdk: Any) -> dict[str, Any]:
-        """``base_url`` (and ``http_client``) for the SDK client. Credentials inside the URL
-        (``http://user:secret@host/v1``) are taken out of it and sent as HTTP Basic auth, as the URL
-        would have had them sent, so no HTTP log line ever shows them."""
+        """``base_url`` and ``http_client`` for the SDK client: the SDK's own client whose connections
+        honour :func:`harness.llm.transport.reply_deadline` (a deadline on the whole reply, set by each
+        call). Credentials inside the URL (``http://user:secret@host/v1``) are taken out of it and sent
+        as HTTP Basic auth, as the URL would have had them sent, so no HTTP log line ever shows them."""
+        from harness.llm.transport import http_client
+
         parts = urlsplit(self.base_url or "")
         if not (parts.username or parts.password):
-            return {"base_url": self.base_url}
+            self._http_client = http_client(sdk)
+            return {"base_url": self.base_url, "http_client": self._http_client}
         host = parts.hostname or ""
         netloc = f"[{host}]" if ":" in host else host
         if parts.port:
@@ -137,13 +142,18 @@ class BaseProvider:
         from urllib.parse import unquote, urlunsplit
 
         auth = (unquote(parts.username or ""), unquote(parts.password or ""))
-        return {"base_url": urlunsplit(parts._replace(netloc=netloc)),
-                "http_client": sdk.DefaultHttpxClient(auth=auth)}
+        self._http_client = http_client(sdk, auth=auth)
+        return {"base_url": urlunsplit(parts._replace(netloc=netloc)), "http_client": self._http_client}
+
+    def read_timeout(self, read: float | None = None) -> float:
+        """An attempt's timeout: ``read`` (what is left of the call's budget) capped by ``self.timeout``.
+        Calls bound their whole reply by it (:func:`harness.llm.transport.reply_deadline`)."""
+        return self.timeout if read is None else max(0.001, min(float(read), self.timeout))
 
     def sdk_timeout(self, sdk: Any, read: float | None = None) -> Any:
         """The SDK's timeout object: ``read`` (default: ``self.timeout``) for reading and writing,
         ``connect_timeout`` for connecting."""
-        read = self.timeout if read is None else max(0.001, min(float(read), self.timeout))
+        read = self.read_timeout(read)
         return sdk.Timeout(read, connect=min(self.connect_timeout, read))
 
     def normalize_options(self, options: ChatOptions) -> ChatOptions:
@@ -208,13 +218,30 @@ def error_for_status(provider: BaseProvider, status: int, msg: str, retry_after:
     return provider.error(BadRequest, msg, status=status)
 
 
+def body_error(exc: BaseException, provider: BaseProvider, timeout: float | None = None) -> LLMError | None:
+    """An httpx exception raised while reading a reply's body (after the SDK handed it over) -> our typed
+    error (None: not one of them): past the deadline a timeout, a cut reply a connection failure."""
+    from harness.llm.transport import http_failure
+
+    kind = http_failure(exc)
+    if kind == "timeout":
+        read = provider.read_timeout(timeout)
+        return provider.error(LLMTimeout, f"no reply within {read:g} s (a timeout on the whole reply)")
+    if kind == "connection":
+        return provider.error(ConnectionFailed, f"connection to {provider.public_url} failed while reading the "
+                              f"reply: {type(exc).__name__}: {exc}")
+    if kind == "malformed":
+        return provider.error(MalformedReply, f"the reply's body cannot be decoded: {exc}")
+    return None
+
+
 def map_sdk_error(exc: BaseException, sdk: Any, provider: BaseProvider, timeout: float | None = None
                   ) -> LLMError | FatalLLMError | None:
     """An openai/anthropic SDK exception -> our typed error (None: not an SDK error). 401/403 and
     404 are fatal (:class:`AuthError`, :class:`ModelNotFound`): no request of the run can succeed."""
     if isinstance(exc, sdk.APITimeoutError):
         read = provider.timeout if timeout is None else min(timeout, provider.timeout)
-        return provider.error(LLMTimeout, f"no reply within {read:g} s (read timeout; "
+        return provider.error(LLMTimeout, f"no reply within {read:g} s (a timeout on the whole reply; "
                               f"connect timeout {provider.connect_timeout:g} s)")
     if isinstance(exc, sdk.APIConnectionError):
         cause = exc.__cause__ or exc.__context__

@@ -13,12 +13,35 @@ call (the disk cache, retries and the failure policy, usage).
   no bias is sent.
 - ``local``: in process, the full distribution is at hand: the exact log-probability of every score
   token is added to the top alternatives (no bias needed).
+
+**A fresh prompt** (``extra={"fresh_prompt": True}``, what the true/false rerankers send; honoured on the
+chat path too): the reply must not depend on what the server evaluated before. llama.cpp reuses the KV
+of the prefix a prompt shares with the previous one, and a quantised model's logits depend on how a
+prompt is split into batches (up to 0.117 in P(true) on the packaged Gemma). So:
+
+- every server other than api.openai.com gets ``cache_prompt: false`` in the body (llama.cpp's
+  ``llama-server``: the prompt evaluated from scratch; servers that do not know the field ignore it;
+  api.openai.com, which rejects unknown fields, never gets it);
+- llama-cpp-python's server has no such switch and always keeps at least the BOS token, so each fresh
+  request is preceded, under one lock per provider, by two 1-token completions (:func:`isolated`):
+  ``""`` (the state becomes ``[BOS]``, evaluated alone) and a neutral prompt holding the prompt's first
+  :data:`ALIGN` tokens and one other token (the state becomes those tokens, evaluated in one batch of
+  :data:`ALIGN`); the prompt then reuses exactly its first :data:`ALIGN` tokens and is evaluated from
+  there. On CPU (llama.cpp multiplies activations in tiles of 4 rows) that is bit-identical to a
+  from-scratch evaluation; on any backend it is the same computation whatever came before.
+- ``local`` evaluates every prompt from scratch (``llm.reset()``).
+
+``fresh_prompt``, ``raw_prompt`` and ``score_tokens`` are the harness's own keys: part of the request
+(and so of its cache key), never sent as body fields.
 """
 
 from __future__ import annotations
 
-import json
-import urllib.request
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -26,7 +49,15 @@ import numpy as np
 from harness.llm.errors import MalformedReply
 from harness.llm.types import ChatOptions, Message, Reply, TokenCounts, TokenLogprob, TopLogprob
 
+log = logging.getLogger(__name__)
 BIAS = 100.0
+FRESH = "fresh_prompt"
+#: the harness's own keys of ``ChatOptions.extra``: in the cache key, never in a request body
+OWN_KEYS = ("raw_prompt", "score_tokens", FRESH)
+#: the prompt prefix llama-cpp-python's server is left holding before a fresh prompt (a multiple of 4)
+ALIGN = 4
+#: what may follow the prompt's first tokens in the neutral prompt (the first that tokenizes apart is used)
+NEUTRAL_TAILS = ("\n\n", " |", "\n", " 0", " zebra", "#")
 
 
 def is_raw(options: ChatOptions) -> bool:
@@ -43,13 +74,34 @@ def score_tokens(options: ChatOptions) -> list[str]:
     return [str(t) for t in dict(options.extra).get("score_tokens") or ()]
 
 
+def is_fresh(options: ChatOptions) -> bool:
+    return bool(dict(options.extra).get(FRESH))
+
+
+def sent_extra(options: ChatOptions) -> dict[str, Any]:
+    """``options.extra`` without the harness's own keys: the provider-specific body fields."""
+    return {k: v for k, v in dict(options.extra).items() if k not in OWN_KEYS}
+
+
+def body_extra(provider: Any, options: ChatOptions) -> dict[str, Any]:
+    """The body fields ``options.extra`` adds at an OpenAI-compatible endpoint: :func:`sent_extra`, and
+    for a fresh prompt ``cache_prompt: false`` on every server but api.openai.com (module docstring)."""
+    extra = sent_extra(options)
+    if is_fresh(options) and not getattr(provider, "official", True):
+        extra.setdefault("cache_prompt", False)
+    return extra
+
+
 def _post(url: str, body: dict[str, Any], timeout: float = 10.0) -> Any:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the user's own endpoint
-            return json.loads(resp.read())
-    except (OSError, ValueError):
-        return None
+    """A probe of the server's tokenizer: the JSON reply (bounded), None on any failure."""
+    from harness.llm.providers.openai import _get_json
+
+    return _get_json(url, timeout, post=body)
+
+
+def _root(provider: Any) -> str:
+    base = (provider.base_url or "").rstrip("/")
+    return base[:-len("/v1")] if base.endswith("/v1") else base
 
 
 def server_token_id(root: str, model: str, text: str) -> int | None:
@@ -77,8 +129,7 @@ def openai_body(provider: Any, prompt: str, options: ChatOptions, ids: dict[str,
     bias = {str(i): BIAS for i in ids.values() if i is not None}
     if bias:
         body["logit_bias"] = bias
-    extra = {k: v for k, v in dict(options.extra).items() if k not in ("raw_prompt", "score_tokens")}
-    return {**body, **extra}
+    return {**body, **body_extra(provider, options)}
 
 
 def parse_openai(provider: Any, data: Any) -> Reply:
@@ -101,26 +152,100 @@ def parse_openai(provider: Any, data: Any) -> Reply:
 
 
 def openai_complete(provider: Any, messages: list[Message], options: ChatOptions, timeout: float | None) -> Reply:
-    from harness.llm.providers.base import map_sdk_error
+    """One ``POST /completions`` (see the module docstring); the reply read whole within the timeout,
+    bounded, and checked."""
+    from harness.llm.transport import BadReply, reply_json
 
     ids = _ids(provider, score_tokens(options))
-    client = provider.client()
+    prompt = raw_prompt(messages)
+    with isolated(provider, options, timeout, prompt) as left:
+        raw = provider._post_raw("/completions", openai_body(provider, prompt, options, ids), left)
     try:
-        resp = client.post("/completions", body=openai_body(provider, raw_prompt(messages), options, ids),
-                           cast_to=object, options={"timeout": provider.sdk_timeout(provider._sdk, timeout)})
-    except Exception as exc:
-        mapped = map_sdk_error(exc, provider._sdk, provider, timeout)
-        if mapped is None:
-            raise
-        raise mapped from exc
+        resp = reply_json(raw)
+    except BadReply as exc:
+        raise provider.error(MalformedReply, f"unexpected completion reply: {exc}") from None
     return parse_openai(provider, resp)
+
+
+def server_kind(provider: Any) -> str:
+    """``llama-server``, ``llama-cpp-python`` or ``""`` (another server, api.openai.com), asked once."""
+    if getattr(provider, "official", True):
+        return ""
+    if hasattr(provider, "server_slots"):
+        provider.server_slots()
+        return provider._server_kind or ""
+    if "_raw_server_kind" not in provider.__dict__:
+        from harness.llm.providers.openai import probe_server
+
+        provider.__dict__["_raw_server_kind"] = probe_server(_root(provider))[0]
+    return provider.__dict__["_raw_server_kind"]
+
+
+@contextlib.contextmanager
+def isolated(provider: Any, options: ChatOptions, timeout: float | None, prompt: str | None = None
+             ) -> Iterator[float | None]:
+    """Around one request: for a fresh prompt to llama-cpp-python's server, the two neutral completions
+    of the module docstring sent first and the lock held until the request is answered (nothing else
+    of this provider runs between them). Yields the time left of ``timeout`` for the request itself.
+    ``prompt``: a raw prompt (None, a chat request: only the ``""`` completion, so the state is
+    ``[BOS]`` whatever came before, without the aligned prefix)."""
+    if not is_fresh(options) or server_kind(provider) != "llama-cpp-python":
+        yield timeout
+        return
+    deadline = None if timeout is None else time.monotonic() + timeout
+
+    def left() -> float | None:
+        return None if deadline is None else max(0.001, deadline - time.monotonic())
+
+    with provider.__dict__.setdefault("_fresh_lock", threading.Lock()):
+        for neutral in ("", None if prompt is None else aligned_prefix(provider, prompt)):
+            if neutral is not None:
+                provider._post_raw("/completions", {"model": provider.model, "prompt": neutral, "max_tokens": 1,
+                                                    "temperature": 0.0}, left())
+        yield left()
+
+
+def aligned_prefix(provider: Any, prompt: str) -> str | None:
+    """A prompt whose tokens at this server are ``prompt``'s first :data:`ALIGN` tokens and one other
+    (None: the prompt is too short, or the server's tokenizer does not say). Built once per prefix."""
+    root, model = _root(provider), provider.model
+    tokens = _server_tokens(root, model, prompt)
+    if tokens is None or len(tokens) < ALIGN + 2:
+        return None
+    known = provider.__dict__.setdefault("_aligned_prefixes", {})
+    head = tuple(tokens[:ALIGN + 1])
+    if head not in known:
+        out = _post(root + "/extras/detokenize", {"model": model, "tokens": list(tokens[1:ALIGN])})
+        text = out.get("text") if isinstance(out, dict) else None
+        if not isinstance(text, str):
+            return None
+        known[head] = next((text + tail for tail in NEUTRAL_TAILS if _neutral(root, model, text + tail, head)), None)
+        if known[head] is None:
+            log.warning("%s: no neutral prompt shares exactly %d tokens with %r...: such prompts are evaluated from "
+                        "the BOS token on (the same whatever came before, not bit-identical to a from-scratch "
+                        "evaluation)", provider.name, ALIGN, text)
+    return known[head]
+
+
+def _neutral(root: str, model: str, text: str, head: tuple[int, ...]) -> bool:
+    """Does ``text`` tokenize as ``head`` but for its last token?"""
+    got = _server_tokens(root, model, text)
+    return got is not None and len(got) == len(head) and tuple(got[:-1]) == head[:-1] and got[-1] != head[-1]
+
+
+def _server_tokens(root: str, model: str, text: str) -> list[int] | None:
+    """``text``'s tokens as llama-cpp-python's server reads a completion prompt (BOS first)."""
+    out = _post(root + "/extras/tokenize", {"model": model, "input": text})
+    tokens = out.get("tokens") if isinstance(out, dict) else None
+    if not isinstance(tokens, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
+        return None
+    return tokens
 
 
 def _ids(provider: Any, words: list[str]) -> dict[str, int | None]:
     """Token ids of ``words`` at this server, asked once per provider."""
     known = provider.__dict__.setdefault("_score_token_ids", {})
-    base = (provider.base_url or "").rstrip("/")
-    root = base[:-len("/v1")] if base.endswith("/v1") else base
+    root = _root(provider)
     for w in words:
         if w not in known:
             known[w] = None if "api.openai.com" in root else server_token_id(root, provider.model, w)

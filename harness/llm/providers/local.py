@@ -281,7 +281,7 @@ class LocalProvider:
 
         limits = [x for x in (timeout, self.timeout) if x is not None]  # the call's budget, local:timeout=S
         budget = min(limits) if limits else None
-        from harness.llm.providers.completion import is_raw, local_complete, raw_prompt
+        from harness.llm.providers.completion import is_raw, local_complete, raw_prompt, sent_extra
 
         if is_raw(options):  # a prompt as written, no template: docs/rerankers.md (true-false)
             with self.instance() as llm:
@@ -299,7 +299,7 @@ class LocalProvider:
                 "top_p": 1.0 if options.top_p is None else options.top_p, "max_tokens": options.max_tokens,
                 "stop": list(options.stop or []), "seed": options.seed,
                 "logits_processor": llama_cpp.LogitsProcessorList([p for p in (recorder, deadline) if p]),
-                **dict(options.extra)}
+                **sent_extra(options)}
             try:
                 llm.chat_handler = handler  # None: llama-cpp-python's built-in format
                 # from scratch: llama.cpp would reuse the prefix the instance's previous prompt shares, and

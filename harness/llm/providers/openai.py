@@ -13,6 +13,7 @@ from harness.llm.providers.base import (
     DEFAULT_READ_TIMEOUT,
     DUMMY_KEY,
     BaseProvider,
+    body_error,
     key_source,
     map_sdk_error,
     resolve_key,
@@ -81,14 +82,16 @@ class OpenAIProvider(BaseProvider):
         return body
 
     def chat(self, messages: list[Message], options: ChatOptions, *, timeout: float | None = None) -> Reply:
-        from harness.llm.providers.completion import is_raw, openai_complete
+        from harness.llm.providers.completion import body_extra, is_raw, isolated, openai_complete
 
         if is_raw(options):  # POST /v1/completions, the prompt as written: docs/rerankers.md (true-false)
             return openai_complete(self, messages, options, timeout)
         body = self.request_body(messages, options)
         # the body is already plain JSON: posting it skips the SDK's per-request type transform,
         # which cost ~11 ms of CPU for a 44-message RankGPT window (4x the rest of the call)
-        resp = self._post("/chat/completions", {**body, **dict(options.extra)}, self._completion_type(), timeout)
+        with isolated(self, options, timeout) as left:  # a fresh prompt: docs/llm.md (prompt caching)
+            resp = self._post("/chat/completions", {**body, **body_extra(self, options)}, self._completion_type(),
+                              left)
         try:
             return self._parse(resp, options)
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
@@ -109,20 +112,52 @@ class OpenAIProvider(BaseProvider):
 
     def embed(self, texts: list[str], dimensions: int | None = None, *, timeout: float | None = None) -> Any:
         """One ``POST /embeddings`` of ``texts``: an :class:`~harness.llm.embeddings.EmbeddingReply`
-        (one vector per text, in order). Raises the typed errors as :meth:`chat` does."""
+        (one vector per text, in order). Raises the typed errors as :meth:`chat` does; the reply body is
+        read whole within the timeout, bounded and checked (:func:`~harness.llm.embeddings.parse_embedding_reply`)."""
         from harness.llm.embeddings import parse_embedding_reply
+        from harness.llm.transport import BadReply, reply_json
 
-        resp = self._post("/embeddings", self.embedding_body(texts, dimensions), object, timeout)
+        raw = self._post_raw("/embeddings", self.embedding_body(texts, dimensions), timeout)
+        try:
+            resp = reply_json(raw)
+        except BadReply as exc:
+            raise self.error(MalformedReply, f"unexpected embeddings reply: {exc}") from None
         return parse_embedding_reply(self, resp, len(texts))
 
     def _post(self, path: str, body: dict[str, Any], cast_to: Any, timeout: float | None) -> Any:
-        """One POST through the SDK's client; its errors mapped to the typed ones (others raised as they are)."""
+        """One POST through the SDK's client, its whole reply within the attempt's timeout; its errors
+        mapped to the typed ones (others raised as they are)."""
+        from harness.llm.transport import reply_deadline
+
         client = self.client()
         try:
-            return client.post(path, body=body, cast_to=cast_to,
-                               options={"timeout": self.sdk_timeout(self._sdk, timeout)})
+            with reply_deadline(self.read_timeout(timeout)):
+                return client.post(path, body=body, cast_to=cast_to,
+                                   options={"timeout": self.sdk_timeout(self._sdk, timeout)})
         except Exception as exc:
             mapped = map_sdk_error(exc, self._sdk, self, timeout)
+            if mapped is None:
+                raise
+            raise mapped from exc
+
+    def _post_raw(self, path: str, body: dict[str, Any], timeout: float | None) -> bytes:
+        """:meth:`_post` returning the reply's bytes as they came (at most
+        :data:`~harness.llm.transport.MAX_REPLY_BYTES`), for a body the harness parses itself."""
+        from harness.llm.transport import ReplyTooLarge, collect, reply_deadline, response_type
+
+        client = self.client()
+        try:
+            with reply_deadline(self.read_timeout(timeout)):
+                resp = client.post(path, body=body, cast_to=response_type(self._http_client), stream=True,
+                                   options={"timeout": self.sdk_timeout(self._sdk, timeout)})
+                try:
+                    return collect(resp.iter_bytes(65536))
+                finally:
+                    resp.close()
+        except ReplyTooLarge as exc:
+            raise self.error(MalformedReply, f"unexpected reply: {exc}") from None
+        except Exception as exc:
+            mapped = map_sdk_error(exc, self._sdk, self, timeout) or body_error(exc, self, timeout)
             if mapped is None:
                 raise
             raise mapped from exc
@@ -136,10 +171,14 @@ class OpenAIProvider(BaseProvider):
         return EmbeddingBatches(self)
 
     def server_models(self) -> Any:
-        """What the server reports at ``GET /models`` (one quick request; None when it does not answer)."""
+        """What the server reports at ``GET /models`` (one quick request, its whole reply within 10 s or
+        the timeout when shorter; None when it does not answer)."""
+        from harness.llm.transport import reply_deadline
+
         client = self.client()
         try:
-            return client.get("/models", cast_to=object, options={"timeout": self.sdk_timeout(self._sdk, 10.0)})
+            with reply_deadline(self.read_timeout(10.0)):
+                return client.get("/models", cast_to=object, options={"timeout": self.sdk_timeout(self._sdk, 10.0)})
         except Exception:  # a probe for the record, never an error
             return None
 
@@ -234,15 +273,7 @@ class OpenAICompatibleProvider(OpenAIProvider):
         llama.cpp's ``llama-server`` reports ``total_slots`` at ``/props``; llama-cpp-python's server
         (its OpenAPI title names llama.cpp) runs one at a time. None: unknown (vLLM, Ollama...)."""
         if self._server_kind is None:
-            self._server_kind, self._slots = "", None
-            props = _get_json(f"{self.root}/props", 2.0)
-            if isinstance(props, dict) and "total_slots" in props:
-                self._server_kind, self._slots = "llama-server", int(props["total_slots"])
-            else:
-                spec = _get_json(f"{self.root}/openapi.json", 2.0)
-                title = str(spec.get("info", {}).get("title", "")) if isinstance(spec, dict) else ""
-                if "llama.cpp" in title.lower():
-                    self._server_kind, self._slots = "llama-cpp-python", 1
+            self._server_kind, self._slots = probe_server(self.root)
         return self._slots
 
     def wait_idle(self, budget: float | None = None) -> None:
@@ -262,15 +293,34 @@ class OpenAICompatibleProvider(OpenAIProvider):
             time.sleep(0.25)
 
 
+def probe_server(root: str) -> tuple[str, int | None]:
+    """Which llama.cpp-family server answers at ``root`` (the base URL without ``/v1``; one or two quick
+    GETs, never an error): ``("llama-server", total_slots)`` where ``/props`` reports its slots,
+    ``("llama-cpp-python", 1)`` where the OpenAPI title names llama.cpp, else ``("", None)``."""
+    props = _get_json(f"{root}/props", 2.0)
+    slots = props.get("total_slots") if isinstance(props, dict) else None
+    if isinstance(slots, int) and not isinstance(slots, bool) and slots >= 1:
+        return "llama-server", slots
+    spec = _get_json(f"{root}/openapi.json", 2.0)
+    info = spec.get("info") if isinstance(spec, dict) else None
+    title = info.get("title") if isinstance(info, dict) else None
+    if isinstance(title, str) and "llama.cpp" in title.lower():
+        return "llama-cpp-python", 1
+    return "", None
+
+
 def _get_json(url: str, timeout: float, post: dict[str, Any] | None = None) -> Any:
-    """GET (or POST ``post``) ``url``; the JSON reply, or None on any failure (a probe, never an error)."""
+    """GET (or POST ``post``) ``url``; the JSON reply (whole within ``timeout``, at most 1 MiB, bounded
+    JSON), or None on any failure (a probe, never an error)."""
+    import http.client
     import json
-    import urllib.request
+
+    from harness.llm.transport import BadReply, HTTPStatusError, reply_json
+    from harness.llm.transport import post as http_post
 
     data = None if post is None else json.dumps(post).encode()
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the user's own endpoint
-            return json.loads(resp.read())
-    except (OSError, ValueError):
+        return reply_json(http_post(url, data, {"Content-Type": "application/json"} if data else {}, timeout,
+                                    limit=2**20))
+    except (OSError, ValueError, BadReply, HTTPStatusError, http.client.HTTPException):
         return None

@@ -2,12 +2,12 @@
 the manifest (``index.json``) and each ``shard.json`` against a schema (types, ranges, bounded
 counts), each ``emb.npy`` header (shape, dtype, byte size) against its ``shard.json`` and the
 manifest without loading the array (never a pickle), ``ids.json`` against its digest, and the
-sha256 checksums a build records. Every problem is one :class:`DataError` naming the file and what
+sha256 checksums a build records (the ``.npy`` header parser and the checksums are shared with the
+BM25 index: :mod:`harness.formats.npy`). Every problem is one :class:`DataError` naming the file and what
 is wrong."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from harness.concepts.errors import DataError
+from harness.formats.npy import HashingWriter, file_sha256, npy_header, open_regular  # noqa: F401 (index.py)
 
 FORMAT = 1
 KIND = "harness-dense-index"
@@ -33,7 +34,6 @@ MAX_ID_BYTES = 4096
 CHECKSUM = "sha256"
 CHECKSUM_FILES = ("emb.npy", "ids.json")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_READ = 1 << 20
 
 
 def _show(value: Any) -> str:
@@ -42,10 +42,12 @@ def _show(value: Any) -> str:
 
 
 def read_json(path: Path, what: str, limit: int = MAX_JSON_BYTES) -> Any:
-    """A JSON file of at most ``limit`` bytes; one :class:`DataError` when it is missing, too large,
-    not UTF-8, not JSON or nested too deep."""
+    """A JSON file of at most ``limit`` bytes; one :class:`DataError` when it is missing, not a regular
+    file (a FIFO is refused from its stat, never opened), too large, not UTF-8, not JSON or nested too deep."""
+    if not path.exists():
+        raise DataError(f"{what} is missing", path)
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             raw = fh.read(limit + 1)
     except FileNotFoundError:
         raise DataError(f"{what} is missing", path) from None
@@ -144,29 +146,6 @@ def check_shard_meta(meta: Any, path: Path, *, number: int, start: int, end: int
     return meta
 
 
-def npy_header(path: Path) -> tuple[tuple[Any, ...], np.dtype, bool, int]:
-    """``(shape, dtype, fortran_order, data offset)`` of a ``.npy`` file, read from its header only
-    (numpy's own bounded parser; nothing is unpickled)."""
-    fmt = np.lib.format
-    try:
-        with open(path, "rb") as fh:
-            version = fmt.read_magic(fh)
-            if version == (1, 0):
-                shape, fortran, dtype = fmt.read_array_header_1_0(fh)
-            elif version == (2, 0):
-                shape, fortran, dtype = fmt.read_array_header_2_0(fh)
-            else:
-                raise ValueError(f"unsupported .npy version {version}")
-            return shape, dtype, fortran, fh.tell()
-    except FileNotFoundError:
-        raise DataError("emb.npy is missing", path) from None
-    except OSError as exc:
-        raise DataError(f"unreadable: {exc.strerror or exc}", path) from None
-    except (ValueError, TypeError, SyntaxError, EOFError, RecursionError) as exc:
-        raise DataError(f"not a .npy array file ({str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__})",
-                        path) from None
-
-
 def check_npy(path: Path, rows: int, dimension: int, dtype: str) -> None:
     """The header of ``emb.npy`` says ``rows`` x ``dimension`` of ``dtype`` in C order, and the file
     holds exactly that many bytes after it."""
@@ -189,29 +168,3 @@ def check_ids(data: Any, path: Path, rows: int) -> list[str]:
     if not isinstance(data, list) or len(data) != rows or not all(type(d) is str for d in data):
         raise DataError(f"must be a list of {rows} document ids (strings)", path)
     return data
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file, read 1 MiB at a time."""
-    h = hashlib.sha256()
-    try:
-        with open(path, "rb") as fh:
-            while chunk := fh.read(_READ):
-                h.update(chunk)
-    except OSError as exc:
-        raise DataError(f"unreadable: {exc.strerror or exc}", path) from None
-    return h.hexdigest()
-
-
-class HashingWriter:
-    """A write-only file wrapper that hashes what goes through it (``np.save`` writes into it)."""
-
-    def __init__(self, fh: Any) -> None:
-        self.fh, self.sha = fh, hashlib.sha256()
-
-    def write(self, data: Any) -> int:
-        self.sha.update(data)
-        return self.fh.write(data)
-
-    def hexdigest(self) -> str:
-        return self.sha.hexdigest()

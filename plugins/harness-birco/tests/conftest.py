@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from harness.testing import skip_without_plugin
 
 PLUGIN_ROOT = Path(__file__).resolve().parents[1]
 REPO = PLUGIN_ROOT.parents[1]
@@ -55,3 +56,8 @@ def birco_dir(data_dir: Path) -> Path:
     if not (path / "arguana" / "test_set.pickle").is_file():
         pytest.skip(f"BIRCO data not found at {path}: `harness data download birco` fetches it")
     return path
+
+
+def pytest_make_collect_report(collector: pytest.Collector) -> pytest.CollectReport | None:
+    """Each test file here is reported as skipped, saying what to install, where the plugin is missing."""
+    return skip_without_plugin(collector, "harness-birco", "harness-rankgpt")

@@ -1,11 +1,12 @@
-"""A FollowIR collection in MTEB's layout as a two-mode dataset: ``og`` and ``changed``.
+"""A FollowIR collection as a two-mode dataset: ``og`` and ``changed``, from either release layout.
 
-MTEB keeps both runs in one query set (ids ``<topic>-og`` and ``<topic>-changed``); here each becomes
-a mode whose queries are keyed by the bare topic, so the two runs of a topic are compared by id as
-p-MRR needs. Query text is the topic's ``text``, its instruction the narrative of that mode (the task
-joins them as ``text + " " + instruction``, MTEB's ``_combine_queries_with_instruction_text``); each
-mode's candidates are its ``top_ranked`` pool in the published order. ``meta["qrel_diff"]``: per topic
-the documents p-MRR counts.
+MTEB's layout (``jhu-clsp/<x>-instructions-mteb``) keeps both runs in one query set (ids ``<topic>-og`` and
+``<topic>-changed``); here each becomes a mode whose queries are keyed by the bare topic, so the two runs of
+a topic are compared by id as p-MRR needs. Query text is the topic's ``text``, its instruction the narrative
+of that mode (the task joins them as ``text + " " + instruction``, MTEB's
+``_combine_queries_with_instruction_text``); each mode's candidates are its ``top_ranked`` pool in the
+published order. ``meta["qrel_diff"]``: per topic the documents p-MRR counts. The original layout
+(``jhu-clsp/<x>-instructions``, mteb 1.x's data) gives the same dataset: :mod:`harness_followir.original`.
 """
 
 from __future__ import annotations
@@ -65,22 +66,51 @@ def load_followir_dataset(
     repo: str | None = None,
     revision: str | None = None,
     name: str | None = None,
+    release: str | None = None,
+    layout: str = "auto",
     context: ComponentContext | None = None,
     **kwargs: Any,
 ) -> Dataset:
-    """``task=robust04|news21|core17`` (the pinned release), or any FollowIR-layout ``repo`` at a full
-    commit ``revision``; read with the core's ``mteb`` dataset, then split into modes."""
-    from .benchmarks import benchmark
+    """``task=robust04|news21|core17`` (with ``release=mteb``, the default, or ``mteb1``: the pinned release),
+    or any FollowIR repository ``repo`` at a full commit ``revision``. ``layout``: ``mteb`` (read with the
+    core's ``mteb`` dataset, then split into modes), ``original`` (:mod:`harness_followir.original`) or
+    ``auto`` (``original`` for the three ``jhu-clsp/<x>-instructions`` repositories, else ``mteb``)."""
+    from .benchmarks import benchmark, release_of
 
     if task is not None:
         b = benchmark(task)
-        repo, revision, label = repo or b.repo, revision or b.revision, name or b.task_name
+        rel = release_of(release)
+        own_repo, own_revision = b.source(rel)
+        repo, revision, label = repo or own_repo, revision or own_revision, name or b.task_name_for(rel)
     else:
         if not repo:
-            raise DataError("followir: give task=robust04|news21|core17, or repo=OWNER/NAME,revision=COMMIT")
-        label = name or repo
+            raise DataError("followir: give task=robust04|news21|core17 (release=mteb|mteb1), or "
+                            "repo=OWNER/NAME,revision=COMMIT")
+        if release is not None:
+            raise DataError("followir: release= picks a pinned release of a task=; with repo= give revision= "
+                            "(and layout= when the repository is not one of FollowIR's own)")
+        rel, label = "", name or repo
+    if _layout(repo, layout) == "original":
+        if kwargs:
+            raise DataError(f"followir: the original layout takes no {', '.join(sorted(kwargs))} (one split, test)")
+        from .original import load_original
+
+        return load_original(repo, revision, label, context, release=rel)
     ds = load_dataset("builtin:mteb", Context.of(context), repo=repo, revision=revision, name=label, task=label,
                       **kwargs)
     out = to_modes(ds, label)
     out.meta["unknown_ids"] = out.validate()
+    if rel:
+        out.meta["release"] = rel
     return out
+
+
+def _layout(repo: Any, layout: Any) -> str:
+    """``original`` or ``mteb``: ``layout`` when given, else by the repository (:data:`ORIGINAL_REPOS`)."""
+    from .benchmarks import ORIGINAL_REPOS
+
+    if layout == "auto":
+        return "original" if repo in ORIGINAL_REPOS else "mteb"
+    if layout not in ("original", "mteb"):
+        raise DataError(f"followir: layout must be auto, original or mteb, not {str(layout)[:80]!r}")
+    return str(layout)

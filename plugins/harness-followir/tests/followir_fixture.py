@@ -1,6 +1,7 @@
-"""A tiny FollowIR collection in the layout of ``jhu-clsp/<x>-instructions-mteb`` (configs in the README
-YAML, Parquet shards named as ``push_to_hub`` names them), and a reranker that returns fixed scores with
-ties, for the tests.
+"""A tiny FollowIR collection in both release layouts: ``jhu-clsp/<x>-instructions-mteb`` (configs in the
+README YAML, Parquet shards named as ``push_to_hub`` names them; :func:`repository`) and the original
+``jhu-clsp/<x>-instructions`` that mteb 1.x read (JSON Lines; :func:`original_repository`), and a reranker
+that returns fixed scores with ties, for the tests.
 
 Two topics, 310 and 311, each with an ``-og`` and a ``-changed`` query; pools of five documents.
 The scores (``SCORES``) tie exactly where the two p-MRR tie rules part ways (worked out in
@@ -9,6 +10,7 @@ The scores (``SCORES``) tie exactly where the two p-MRR tie rules part ways (wor
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -73,6 +75,7 @@ SCORES = {
     "311-changed": {"d6": 1.0, "d2": 1.0, "d4": 1.0, "d1": 2.0, "d3": 0.0},
 }
 
+
 def repository() -> dict[str, bytes]:
     """The repository's files: path -> bytes."""
     shard = "-00000-of-00001.parquet"
@@ -87,6 +90,154 @@ def repository() -> dict[str, bytes]:
         f"qrel_diff/qrel_diff{shard}": _parquet([{"query-id": t, "corpus-ids": ds} for t, ds in QREL_DIFF.items()]),
         f"top_ranked/top_ranked{shard}": _parquet([{"query-id": q, "corpus-ids": POOLS[q.split("-")[0]]}
                                                    for q in qids]),
+    }
+
+
+ORIGINAL_REPO = "jhu-clsp/core17-instructions"
+#: the commit mteb 1.x's Core17InstructionRetrieval names (tags 1.7.27 to 1.39.7)
+ORIGINAL_COMMIT = "e39ff896cf3efbbdeeb950e6bd7c79f266995b07"
+#: the files the harness reads, in the order a release lists them
+ORIGINAL_READ = ("corpus.jsonl", "queries.jsonl", "qrels_og/test.jsonl", "qrels_changed/test.jsonl", "top_ranked.jsonl")
+#: the files the Hub's tree shows stored through LFS/xet in jhu-clsp/core17-instructions
+ORIGINAL_LFS = ("corpus.jsonl", "queries.jsonl", "top_ranked.jsonl")
+#: the card, as copies of jhu-clsp/core17-instructions' README show it (its bytes could not be verified);
+#: the counts are the fixture's
+ORIGINAL_CARD = """---
+language:
+- en
+multilinguality:
+- monolingual
+task_categories:
+- text-retrieval
+source_datasets:
+- core2017
+task_ids:
+- document-retrieval
+config_names:
+- corpus
+tags:
+- text-retrieval
+- instruction-retrieval
+dataset_info:
+- config_name: top_ranked
+  features:
+  - name: qid
+    dtype: string
+  - name: pid
+    dtype: string
+  splits:
+  - name: top_ranked
+    num_examples: 10
+- config_name: qrels_og
+  features:
+  - name: query-id
+    dtype: string
+  - name: corpus-id
+    dtype: string
+  - name: score
+    dtype: float64
+  splits:
+  - name: test
+    num_examples: 6
+- config_name: qrels_changed
+  features:
+  - name: query-id
+    dtype: string
+  - name: corpus-id
+    dtype: string
+  - name: score
+    dtype: float64
+  splits:
+  - name: test
+    num_examples: 6
+- config_name: corpus
+  features:
+  - name: _id
+    dtype: string
+  - name: title
+    dtype: string
+  - name: text
+    dtype: string
+  splits:
+  - name: corpus
+    num_examples: 7
+- config_name: queries
+  features:
+  - name: _id
+    dtype: string
+  - name: text
+    dtype: string
+  - name: instruction_og
+    dtype: string
+  - name: instruction_changed
+    dtype: string
+  - name: keywords
+    dtype: string
+  - name: short_query
+    dtype: string
+  splits:
+  - name: queries
+    num_examples: 2
+configs:
+- config_name: qrels_og
+  data_files:
+  - split: test
+    path: qrels_og/test.jsonl
+- config_name: qrels_changed
+  data_files:
+  - split: test
+    path: qrels_changed/test.jsonl
+- config_name: corpus
+  data_files:
+  - split: corpus
+    path: corpus.jsonl
+- config_name: queries
+  data_files:
+  - split: queries
+    path: queries.jsonl
+- config_name: top_ranked
+  data_files:
+  - split: top_ranked
+    path: top_ranked.jsonl
+---
+"""
+
+
+def _jsonl(rows: list[dict[str, Any]]) -> bytes:
+    """Records as pandas' ``to_json(orient="records", lines=True)`` writes them."""
+    return "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows).encode()
+
+
+def _tsv(qrels: Mapping[str, Mapping[str, float]]) -> bytes:
+    rows = [f"{q}\t{d}\t{int(s)}" for q, docs in qrels.items() for d, s in docs.items()]
+    return ("query-id\tcorpus-id\tscore\n" + "\n".join(rows) + "\n").encode()
+
+
+def original_repository() -> dict[str, bytes]:
+    """The same collection in the original layout (``jhu-clsp/core17-instructions`` at
+    :data:`ORIGINAL_COMMIT`): bare topic ids, integer topic ids in the qrels JSON Lines (as the release's
+    copies have them), float grades, one ``top_ranked`` row per pooled document, and the files the harness
+    does not read (the TSV copies of the qrels, ``empty_scores.json``, the card, ``.gitattributes``)."""
+    og = {q.split("-")[0]: docs for q, docs in QRELS.items() if q.endswith("-og")}
+    changed = {q.split("-")[0]: docs for q, docs in QRELS.items() if q.endswith("-changed")}
+
+    def qrels(table: Mapping[str, Mapping[str, float]]) -> bytes:
+        return _jsonl([{"query-id": int(t), "corpus-id": d, "score": float(s)} for t, docs in table.items()
+                       for d, s in docs.items()])
+
+    return {
+        ".gitattributes": b"*.jsonl filter=lfs diff=lfs merge=lfs -text\n",
+        "README.md": ORIGINAL_CARD.encode(),
+        "corpus.jsonl": _jsonl([{"_id": d, "title": t, "text": x} for d, (t, x) in DOCS.items()]),
+        "queries.jsonl": _jsonl([{"_id": t, "text": text, "instruction_og": INSTRUCTIONS[f"{t}-og"],
+                                  "instruction_changed": INSTRUCTIONS[f"{t}-changed"], "keywords": text.split()[0],
+                                  "short_query": text} for t, text in TOPICS.items()]),
+        "qrels_og/test.jsonl": qrels(og),
+        "qrels_og/test.tsv": _tsv(og),
+        "qrels_changed/test.jsonl": qrels(changed),
+        "qrels_changed/test.tsv": _tsv(changed),
+        "top_ranked.jsonl": _jsonl([{"qid": t, "pid": d} for t, pool in POOLS.items() for d in pool]),
+        "empty_scores.json": json.dumps({t: dict.fromkeys(pool, 0) for t, pool in POOLS.items()}).encode(),
     }
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness.testing import isolated_environment
+from harness.testing import isolated_environment, skip_without_plugin
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # instructir_fixture
 
@@ -17,3 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # instructir_fixture
 def _isolated_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     with isolated_environment(tmp_path_factory.mktemp("harness-cache")):
         yield
+
+
+def pytest_make_collect_report(collector: pytest.Collector) -> pytest.CollectReport | None:
+    """Each test file here is reported as skipped, saying what to install, where the plugin is missing."""
+    return skip_without_plugin(collector, "harness-instructir")

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness.testing import isolated_environment, require_data, shared_data_dir
+from harness.testing import isolated_environment, require_data, shared_data_dir, skip_without_plugin
 
 PLUGIN_ROOT = Path(__file__).resolve().parents[1]
 REPO = PLUGIN_ROOT.parents[1]
@@ -42,3 +42,8 @@ def demo_file(data_dir: Path) -> Path:
     if not path.is_file():
         pytest.skip(f"PIR demo data not found at {path}: `harness data download pir:perspectrum` fetches it")
     return path
+
+
+def pytest_make_collect_report(collector: pytest.Collector) -> pytest.CollectReport | None:
+    """Each test file here is reported as skipped, saying what to install, where the plugin is missing."""
+    return skip_without_plugin(collector, "harness-pir")

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness.testing import isolated_environment, require_data, shared_data_dir
+from harness.testing import isolated_environment, require_data, shared_data_dir, skip_without_plugin
 
 PLUGIN_ROOT = Path(__file__).resolve().parents[1]
 REPO = PLUGIN_ROOT.parents[1]
@@ -44,3 +44,8 @@ def registry():
     host = PluginHost(load_entry_points=False)
     host.register_plugin(harness_rankgpt, "rankgpt", distribution="harness-rankgpt")
     return host.registry
+
+
+def pytest_make_collect_report(collector: pytest.Collector) -> pytest.CollectReport | None:
+    """Each test file here is reported as skipped, saying what to install, where the plugin is missing."""
+    return skip_without_plugin(collector, "harness-rankgpt")
