@@ -11,7 +11,9 @@ Three ways to run the model, the same scores:
   (``/v1/completions``, :mod:`harness.llm.providers.completion`) through the LLM layer (cache, failure
   policy, usage), both tokens given the same ``logit_bias`` where the server's tokenizer endpoint gives
   their ids. A server whose log-probabilities come before the bias (llama-cpp-python) lists only the
-  sampled one of the two: the other is asked for in a second request biased to it alone.
+  sampled one of the two: the other is asked for in a second request biased to it alone. Every request
+  is a *fresh prompt* (``extra["fresh_prompt"]``): its score does not depend on what the server
+  evaluated before (:mod:`harness.llm.providers.completion`; ``docs/rerankers.md``).
 - ``llm=local`` (``local:path=FILE.gguf``): llama.cpp in this process, exact log-probabilities.
 - ``model=ID_OR_FOLDER``: Hugging Face ``transformers`` in process (``AutoModelForCausalLM``; e.g.
   ``jhu-clsp/FollowIR-7B``), ``max_length`` 2048 as the released code.
@@ -143,7 +145,7 @@ class LLMTrueFalse:
 
     def config(self) -> dict[str, Any]:
         return {"template": self.template, "prompt": TEMPLATES[self.template], "llm": self.client.describe(),
-                "top_logprobs": self.top_logprobs, "tokens": [TRUE, FALSE]}
+                "top_logprobs": self.top_logprobs, "tokens": [TRUE, FALSE], "fresh_prompt": True}
 
 
 def _found(reply: Any) -> tuple[tuple[dict[str, float], float], tuple[str, ...]] | None:

@@ -53,6 +53,7 @@ Hits = tuple[list[int], list[float]]
 
 
 def hits(top: np.ndarray, scores: np.ndarray) -> Hits:
+    """``top`` (document numbers, best first) and their scores, as lists."""
     return top.tolist(), scores[top].tolist()
 
 
