@@ -123,13 +123,12 @@ def test_a_hostile_card_is_one_message_before_any_data_file(hub, tmp_path, case)
     assert fetched == {"README.md"}, fetched
 
 
-def test_the_billion_laughs_card_is_refused_within_a_second(tmp_path):
+def test_the_billion_laughs_card_is_refused_at_its_first_anchor(tmp_path):
+    """Refused from the parser's events, before any alias could be expanded (no time bound in a test)."""
     readme = tmp_path / "README.md"
     readme.write_text(card(laughs() + "configs: *l8\n"), encoding="utf-8")
-    started = time.perf_counter()
     with pytest.raises(Exception, match="anchors and aliases are refused"):
         read_card_configs(readme)
-    assert time.perf_counter() - started < 1.0  # the issue's bound; it takes milliseconds
 
 
 def test_the_honest_card_still_loads(hub, tmp_path):
