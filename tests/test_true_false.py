@@ -194,7 +194,7 @@ class _PrefixReuse(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         srv = self.server
         if self.path == "/extras/tokenize":
-            return self._reply({"tokens": srv.tokens(body["input"])})
+            return self._reply(None if srv.tokenizer_down else {"tokens": srv.tokens(body["input"])})
         if self.path == "/extras/detokenize":
             return self._reply({"text": "".join(srv.words[t] for t in body["tokens"])})
         if not self.path.endswith("/v1/completions"):
@@ -231,6 +231,7 @@ class _Imitation(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _PrefixReuse)
         self.lock, self.state, self.log = threading.Lock(), [], []
         self.words, self.ids = ["<bos>"], {}
+        self.tokenizer_down = False
 
     def tokens(self, text: str) -> list[int]:
         import re
@@ -269,6 +270,28 @@ def test_a_fresh_prompt_is_scored_the_same_whatever_the_server_evaluated_before(
     assert len(scored) == 2 * 5 and {(reused, switch) for _, reused, switch in scored} == {(4, False)}
     neutral = [p for p, _, _ in server.log if not p.startswith("Determine if the following")]
     assert neutral == ["", "Determine if the\n\n"] * len(scored)
+
+
+def test_a_prompt_that_cannot_be_isolated_is_a_failed_request_never_a_silent_fallback(tmp_path):
+    """The tokenizer of llama-cpp-python's server not answering: each request fails (retried, then counted
+    as a transport failure: the run is INCOMPLETE), no prompt is scored without its neutral completions."""
+    pytest.importorskip("openai")
+    from harness import Context
+    from harness.llm import LLMSettings, RetryPolicy
+
+    server = _Imitation()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server.tokenizer_down = True
+    spec = f"openai-compatible:m:base_url=http://127.0.0.1:{server.server_address[1]}/v1"
+    retry = RetryPolicy(max_attempts=2, initial_wait=0.01, max_wait=0.01, jitter=0.0)
+    try:
+        comp = true_false(template="llama", llm=spec, context=Context.create(
+            cache_dir=str(tmp_path), llm=LLMSettings(cache_dir=str(tmp_path), retry=retry)))
+        comp.rerank(QUERIES, RUN, CORPUS)
+    finally:
+        server.shutdown()
+    assert comp.stats()["transport_failures"] == 5
+    assert not [p for p, _, _ in server.log if p.startswith("Determine if the following")]
 
 
 def test_the_prompt_cache_switch_goes_to_servers_but_never_to_api_openai_com(monkeypatch, tmp_path):

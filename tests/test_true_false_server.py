@@ -59,8 +59,6 @@ def scores(run: Run) -> dict[tuple[str, str], float]:
     return {(q, d): s for q in run for d, s in run[q]}
 
 
-@pytest.mark.xfail(strict=False, reason="issue 31 item 5 is open: through llama-cpp-python's server the ranking "
-                   "still differs from --llm local on one demo query (see the closing note)")
 def test_server_and_local_agree_whatever_the_server_evaluated_before(server, tmp_path):
     bm25 = evaluate("demo", limit=2, progress=False, context=context(tmp_path / "bm25")).runs["default"]
     reverse = Run.from_order({q: bm25.doc_ids(q)[::-1] for q in list(bm25)[::-1]})

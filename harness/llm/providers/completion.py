@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.llm.errors import MalformedReply
+from harness.llm.errors import MalformedReply, ServerError
 from harness.llm.types import ChatOptions, Message, Reply, TokenCounts, TokenLogprob, TopLogprob
 
 log = logging.getLogger(__name__)
@@ -198,28 +198,32 @@ def isolated(provider: Any, options: ChatOptions, timeout: float | None, prompt:
         return None if deadline is None else max(0.001, deadline - time.monotonic())
 
     with provider.__dict__.setdefault("_fresh_lock", threading.Lock()):
-        for neutral in ("", None if prompt is None else aligned_prefix(provider, prompt)):
+        for neutral in ("", None if prompt is None else aligned_prefix(provider, prompt, left())):
             if neutral is not None:
                 provider._post_raw("/completions", {"model": provider.model, "prompt": neutral, "max_tokens": 1,
                                                     "temperature": 0.0}, left())
         yield left()
 
 
-def aligned_prefix(provider: Any, prompt: str) -> str | None:
-    """A prompt whose tokens at this server are ``prompt``'s first :data:`ALIGN` tokens and one other
-    (None: the prompt is too short, or the server's tokenizer does not say). Built once per prefix."""
+def aligned_prefix(provider: Any, prompt: str, timeout: float | None = None) -> str | None:
+    """A prompt whose tokens at this server are ``prompt``'s first :data:`ALIGN` tokens and one other,
+    built once per prefix (None: the prompt is too short, or no such prompt was found: warned once).
+    Raises :class:`~harness.llm.errors.ServerError` (a failed attempt, retried) where the server's
+    tokenizer does not answer within ``timeout``."""
     root, model = _root(provider), provider.model
-    tokens = _server_tokens(root, model, prompt)
-    if tokens is not None and len(tokens) < ALIGN + 2:
+    tokens = _server_tokens(provider, prompt, timeout)
+    if len(tokens) < ALIGN + 2:
         return None  # too short to split: evaluated from the BOS token on
     known = provider.__dict__.setdefault("_aligned_prefixes", {})
-    head = tuple(tokens[:ALIGN + 1]) if tokens is not None else ()
-    found = known.get(head) if head else None
-    if head and found is None:
-        out = _post(root + "/extras/detokenize", {"model": model, "tokens": list(tokens[1:ALIGN])})
+    head = tuple(tokens[:ALIGN + 1])
+    found = known.get(head)
+    if found is None:
+        out = _post(root + "/extras/detokenize", {"model": model, "tokens": list(tokens[1:ALIGN])}, _probe(timeout))
         text = out.get("text") if isinstance(out, dict) else None
-        if isinstance(text, str):
-            found = next((text + t for t in NEUTRAL_TAILS if _neutral(root, model, text + t, head)), None)
+        if not isinstance(text, str):
+            raise provider.error(ServerError, "llama-cpp-python's server did not detokenize (/extras/detokenize): "
+                                 "the prompt cannot be isolated from the previous one")
+        found = next((text + t for t in NEUTRAL_TAILS if _neutral(provider, text + t, head, timeout)), None)
         if found is not None and len(known) < 1024:  # one per prompt template, bounded whatever the server says
             known[head] = found
     if found is None and not provider.__dict__.get("_aligned_warned"):
@@ -230,18 +234,24 @@ def aligned_prefix(provider: Any, prompt: str) -> str | None:
     return found
 
 
-def _neutral(root: str, model: str, text: str, head: tuple[int, ...]) -> bool:
+def _neutral(provider: Any, text: str, head: tuple[int, ...], timeout: float | None) -> bool:
     """Does ``text`` tokenize as ``head`` but for its last token?"""
-    got = _server_tokens(root, model, text)
-    return got is not None and len(got) == len(head) and tuple(got[:-1]) == head[:-1] and got[-1] != head[-1]
+    got = _server_tokens(provider, text, timeout)
+    return len(got) == len(head) and tuple(got[:-1]) == head[:-1] and got[-1] != head[-1]
 
 
-def _server_tokens(root: str, model: str, text: str) -> list[int] | None:
-    """``text``'s tokens as llama-cpp-python's server reads a completion prompt (BOS first)."""
-    out = _post(root + "/extras/tokenize", {"model": model, "input": text})
+def _probe(timeout: float | None) -> float:
+    return 10.0 if timeout is None else min(10.0, timeout)
+
+
+def _server_tokens(provider: Any, text: str, timeout: float | None) -> list[int]:
+    """``text``'s tokens as llama-cpp-python's server reads a completion prompt (BOS first); a
+    :class:`~harness.llm.errors.ServerError` where it does not say."""
+    out = _post(_root(provider) + "/extras/tokenize", {"model": provider.model, "input": text}, _probe(timeout))
     tokens = out.get("tokens") if isinstance(out, dict) else None
     if not isinstance(tokens, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
-        return None
+        raise provider.error(ServerError, "llama-cpp-python's server did not tokenize (/extras/tokenize): the "
+                             "prompt cannot be isolated from the previous one")
     return tokens
 
 
