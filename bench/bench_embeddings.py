@@ -60,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
 
     from harness import Context
-    from harness.apimodels.embeddings import APIEncoder
     from harness.llm import LLMSettings, RetryPolicy
+    from harness.retrievers.embeddings_api import APIEncoder
     from harness.runtime.progress import ProgressSettings
     from harness.testing.api_routes import embedding_vector
 

@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     import ray
 
     from harness.retrievers.dense.build import LocalExecutor, build_index
+    from harness.retrievers.dense.embedding_index import EmbeddingIndex
     from harness.retrievers.dense.encoder import DenseEncoder
-    from harness.retrievers.dense.index import EmbeddingIndex
     from harness.retrievers.dense.ray_executor import RayExecutor
 
     texts = passages(a.docs)

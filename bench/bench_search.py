@@ -36,7 +36,7 @@ SHARD = 100_000
 
 
 def make_index(folder: Path, docs: int, dim: int, seed: int = 0) -> None:
-    from harness.retrievers.dense.index import (
+    from harness.retrievers.dense.embedding_index import (
         FORMAT,
         KIND,
         ShardPlan,
@@ -65,7 +65,7 @@ def queries(n: int, dim: int, seed: int = 1) -> np.ndarray:
 
 def run_one(way: str, folder: str, nq: int, k: int) -> dict:
     """In a fresh process: one way's search; returns time, peak RSS and the top-k positions."""
-    from harness.retrievers.dense.index import EmbeddingIndex
+    from harness.retrievers.dense.embedding_index import EmbeddingIndex
 
     index = EmbeddingIndex(folder, verify=way != "index-noverify")
     q = queries(nq, int(index.dimension))

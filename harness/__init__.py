@@ -13,9 +13,8 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from harness.runtime.about import __version__  # noqa: F401 (the package's version, for users)
 from harness.runtime.exports import lazy_exports
-
-__version__ = "0.1.0"
 
 _EXPORTS = MappingProxyType({
     # the data model
@@ -46,13 +45,13 @@ _EXPORTS = MappingProxyType({
     "DataError": "harness.concepts.errors",
     # the context of an evaluation
     "Context": "harness.context",
-    "ComponentContext": "harness.concepts.context",
+    "ComponentContext": "harness.concepts.component_context",
     "DataFolder": "harness.data.folder",
     "ProgressSettings": "harness.runtime.progress",
     "progress": "harness.runtime.progress",
     # registering components
     "hookimpl": "harness.plugins.hookspecs",
-    "lazy": "harness.plugins.lazy",
+    "lazy": "harness.components.lazy",
     "PluginHost": "harness.plugins.host",
     # the Python API
     "evaluate": "harness.api",
@@ -65,6 +64,7 @@ _EXPORTS = MappingProxyType({
     "verify_index": "harness.api",
     "task_queries": "harness.evaluation.stages",
     "EvalResult": "harness.results.result",
+    "EvalOptions": "harness.evaluation.options",
     "render_table": "harness.results.table",
     "read_results": "harness.results.store",
 })
@@ -80,6 +80,7 @@ if TYPE_CHECKING:  # pragma: no cover
         score,
         verify_index,
     )
+    from harness.components.lazy import lazy  # noqa: F401
     from harness.concepts.dataset import Dataset  # noqa: F401
     from harness.concepts.document import Document  # noqa: F401
     from harness.concepts.errors import DataError, HarnessError  # noqa: F401
@@ -103,14 +104,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from harness.concepts.uncertainty import Uncertainty  # noqa: F401
     from harness.context import Context  # noqa: F401
     from harness.data.folder import DataFolder  # noqa: F401
+    from harness.evaluation.options import EvalOptions  # noqa: F401
     from harness.evaluation.stages import task_queries  # noqa: F401
     from harness.plugins.hookspecs import hookimpl  # noqa: F401
     from harness.plugins.host import PluginHost  # noqa: F401
-    from harness.plugins.lazy import lazy  # noqa: F401
     from harness.results.result import EvalResult  # noqa: F401
     from harness.results.store import read_results  # noqa: F401
     from harness.results.table import render_table  # noqa: F401
     from harness.runtime.progress import ProgressSettings, progress  # noqa: F401
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_EXPORTS)  # and __version__ (harness.runtime.about)

@@ -15,21 +15,21 @@ from harness.concepts.protocols import MetricResult
 from harness.concepts.qrels import Qrels
 from harness.concepts.run import Run
 from harness.concepts.task import Task
-from harness.context import Context, ensure_context
+from harness.context import Context
 from harness.evaluation.pipeline import EvalResult, evaluate
 from harness.evaluation.stages import apply_metrics, load_task_dataset
 
 
 def load_task(name: str, context: Context | None = None) -> Task:
     """A registered task (``trec-dl19``, ``scifact``, ``demo``, or one a plugin registers)."""
-    ctx = ensure_context(context)
+    ctx = Context.of(context)
     return ctx.registry.create("task", name, ctx)
 
 
 def load_dataset(spec: str, context: Context | None = None, **args: Any) -> Dataset:
     """A dataset by component spec (``beir:path=/data/scifact``), or the dataset of a task name
     (its files fetched first when missing)."""
-    ctx = ensure_context(context)
+    ctx = Context.of(context)
     if spec in ctx.registry.components["task"] and not args:
         return load_task_dataset(ctx, load_task(spec, ctx))
     return ctx.registry.create("dataset", spec, ctx, **args)
@@ -56,7 +56,7 @@ def score(
             f"no query of {run_name} has judgments in {qrels_name}, so there is nothing to score "
             f"(run queries: {_some(r)}; judged queries: {_some(q)}); check that both use the same query ids"
         )
-    per_mode = [m for m in resolve_metrics(ensure_context(context).registry, list(metrics)) if m.per_mode]
+    per_mode = [m for m in resolve_metrics(Context.of(context).registry, list(metrics)) if m.per_mode]
     return apply_metrics(per_mode, {"default": r}, Dataset.single("score", {}, {}, q))
 
 
@@ -81,9 +81,9 @@ def build_index(output: str | Path, *, task: str | None = None, dataset: str | N
     the corpus once into a BM25 index instead, searched with ``bm25:index=FOLDER``."""
     from harness.evaluation.stages import resolve_task
     from harness.retrievers.dense import build as builder
-    from harness.retrievers.dense.index import DEFAULT_SHARD_SIZE
+    from harness.retrievers.dense.embedding_index import DEFAULT_SHARD_SIZE
 
-    ctx = ensure_context(context)
+    ctx = Context.of(context)
     the_task = resolve_task(ctx, task, dataset)
     if the_task.is_suite:
         raise HarnessError(f"{the_task.name} is a suite; build an index per task")
@@ -120,7 +120,7 @@ def index_info(folder: str | Path) -> dict[str, Any]:
     complete and whether they record checksums (``checksums``: ``"sha256"`` or None;
     ``checksums_checked`` is False: :func:`verify_index` checks them) (``harness index info``)."""
     from harness.retrievers import bm25_index
-    from harness.retrievers.dense.index import CHECKSUM, SHARDS, plan_shards, read_manifest
+    from harness.retrievers.dense.embedding_index import CHECKSUM, SHARDS, plan_shards, read_manifest
 
     if bm25_index.is_index(folder):  # its manifest's fields checked against their digest; the files not
         manifest = bm25_index.read_manifest(folder)
@@ -142,7 +142,7 @@ def verify_index(folder: str | Path) -> dict[str, Any]:
     (an index without checksums is an error); returns ``{"folder", "kind": "harness-bm25-index",
     "files", "checksums": "sha256", "mismatches": [{"file", "sha256", "recorded"}, ...]}``."""
     from harness.retrievers import bm25_index
-    from harness.retrievers.dense.index import verify_index as verify
+    from harness.retrievers.dense.embedding_index import verify_index as verify
 
     if bm25_index.is_index(folder):
         return bm25_index.verify_index(folder)
@@ -151,7 +151,7 @@ def verify_index(folder: str | Path) -> dict[str, Any]:
 
 def list_plugins(context: Context | None = None) -> list[dict[str, Any]]:
     """Every plugin (distribution, version, error) with the components it registers by kind."""
-    return ensure_context(context).host.report()
+    return Context.of(context).host.report()
 
 
 __all__ = ["evaluate", "score", "load_task", "load_dataset", "list_plugins", "build_index", "index_info",

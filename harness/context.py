@@ -4,30 +4,31 @@ A :class:`Context` holds the plugin host and its registry, the data folder, the 
 LLM session (defaults, clients, endpoints, usage) and the progress settings. The CLI builds one from
 its options and the environment; ``harness.evaluate`` builds one when none is given. Components that
 need any of it take an optional ``context`` argument in their factory, and the registry passes it
-(see :meth:`harness.plugins.registry.Registry.build`). Nothing lives in module globals, so two
+(see :meth:`harness.components.registry.Registry.build`). Nothing lives in module globals, so two
 evaluations in one process never see each other's components, settings or counters.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
-from harness.concepts.context import ComponentContext
+from harness.components.registry import Registry
+from harness.concepts.component_context import ComponentContext
+from harness.concepts.errors import HarnessError
+from harness.concepts.task import Task
+from harness.data.download import ensure_task_files
 from harness.data.folder import DataFolder
 from harness.llm.session import LLMSession
-from harness.llm.settings import LLMSettings
+from harness.plugins.host import PluginHost
 from harness.runtime.cachedir import default_cache_dir
 from harness.runtime.progress import ProgressSettings
-
-if TYPE_CHECKING:  # pragma: no cover
-    from harness.plugins.host import PluginHost
-    from harness.plugins.registry import Registry
-
+from harness.served.settings import LLMSettings
 
 
 @dataclass
@@ -63,8 +64,6 @@ class Context:
         ``HARNESS_DATA``, ``HARNESS_CACHE_DIR``, ``HARNESS_LLM`` and the other LLM variables,
         ``HARNESS_PROGRESS``. ``registry``: use this registry (a host is made around it); ``host``:
         a loaded plugin host; neither: load the installed plugins."""
-        from harness.plugins.host import PluginHost
-
         env = os.environ if environ is None else environ
         if host is None:
             host = PluginHost.around(registry) if registry is not None else PluginHost(environ=env)
@@ -76,11 +75,13 @@ class Context:
         data = DataFolder.from_env(data_dir, data_dir_given_by, env)
         return cls(host, data, cache, LLMSession(settings, host.registry, prog), prog)
 
-    def for_evaluation(self, **llm_changes: Any) -> Context:
+    def for_evaluation(self, stop: threading.Event | None = None, **llm_changes: Any) -> Context:
         """A copy with a fresh LLM session (settings changed by ``llm_changes``, None values ignored):
-        each evaluation counts its own calls and creates its own clients."""
+        each evaluation counts its own calls and creates its own clients. ``stop``: the event that ends
+        the session's batch waits (a suite's members waiting together); default this session's."""
         settings = self.llm.settings.merged(**llm_changes)
-        return replace(self, llm=LLMSession(settings, self.host.registry, self.progress, stop=self.llm.stop))
+        stop = stop if stop is not None else self.llm.stop
+        return replace(self, llm=LLMSession(settings, self.host.registry, self.progress, stop=stop))
 
     def component_args(self, typed: Mapping[str, Any]) -> AbstractContextManager[None]:
         """While the registry builds a component: the arguments typed in its spec, so the LLM settings
@@ -89,18 +90,20 @@ class Context:
 
     @classmethod
     def of(cls, context: ComponentContext | None) -> Context:
-        """``context`` (the evaluation's :class:`Context`, passed to a factory as a
-        :class:`~harness.ComponentContext`), or a new one from the environment (a component used outside
-        an evaluation: ``RankGPT(llm=...)`` in a notebook)."""
-        return cast(Context, context) if context is not None else cls.create()
+        """The one fallback for code that runs without a context: ``context`` itself (the evaluation's,
+        passed to a factory as a :class:`~harness.ComponentContext`), or a new one from the environment
+        when None (a component used outside an evaluation: ``RankGPT(llm=...)`` in a notebook)."""
+        if context is None:
+            return cls.create()
+        if isinstance(context, Context):
+            return context
+        raise HarnessError(f"expected a harness.Context (or None: the environment's), not {type(context).__name__}")
 
-    def fetch(self, task: Any) -> list[Path]:
+    def fetch(self, task: Task) -> list[Path]:
         """The paths of ``task``'s files (a :class:`~harness.Task`) in the data folder, the missing ones
         fetched first as ``harness eval`` fetches a task's files (``$HARNESS_AUTO_DOWNLOAD``, mirrors, Hub
         files through ``huggingface_hub``; one :class:`~harness.DataError` when that fails): for a dataset
         factory whose arguments decide which files it reads (a benchmark's variants)."""
-        from harness.data.download import ensure_task_files
-
         return ensure_task_files(task, self.data, self.progress)
 
     def versions(self) -> dict[str, str]:
@@ -110,8 +113,3 @@ class Context:
     def __repr__(self) -> str:
         return (f"Context(data={str(self.data.path)!r}, cache_dir={str(self.cache_dir)!r}, "
                 f"llm={self.llm.settings.llm!r}, dry_run={self.llm.settings.dry_run}, progress={self.progress.mode!r})")
-
-
-def ensure_context(context: ComponentContext | None) -> Context:
-    """``context``, or a new one from the environment (a component used outside an evaluation)."""
-    return Context.of(context)

@@ -145,7 +145,7 @@ def test_faults_give_the_same_figure_with_retries_counted(tmp_path):
 
 
 def test_documents_that_cannot_be_embedded_make_the_run_incomplete_and_are_named(tmp_path):
-    from harness.data.datasets import load_demo_dataset
+    from harness.datasets.loaders import load_demo_dataset
 
     corpus = load_demo_dataset().corpus
     bad = sorted(corpus)[:2]
@@ -174,7 +174,7 @@ def test_cli_exit_status_3_when_documents_fail(tmp_path, monkeypatch):
 
 
 def test_dry_run_counts_texts_tokens_and_dollars_without_a_key(tmp_path, monkeypatch):
-    from harness.llm.embeddings import count_tokens
+    from harness.llm.embedding_client import count_tokens
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     res = evaluate("demo", retriever=f"openai-embeddings:model={MODEL}", context=ctx(tmp_path, dry_run=True),

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 import harness
+from harness.components.registry import Component, Registry
 from harness.concepts.errors import DataError, HarnessError
 from harness.concepts.qrels import Qrels
 from harness.concepts.run import Run
 from harness.data.folder import DataFolder
 from harness.formats import beir, noveleval, rankllm, trec
 from harness.formats.jsonl import iter_jsonl
-from harness.plugins.registry import Component, Registry
 
 DEMO = Path(harness.__file__).resolve().parent / "data" / "demo"
 LONG = "a" * 300  # one path component over the 255-byte limit of common file systems
@@ -232,7 +232,7 @@ def test_cli_unbalanced_spec(spec: str) -> None:
 
 
 def test_spec_brackets_unit() -> None:
-    from harness.plugins.component_spec import MAX_NESTING, parse_args, parse_spec, parse_value
+    from harness.components.component_spec import MAX_NESTING, parse_args, parse_spec, parse_value
 
     ok = "x:v=" + "[" * MAX_NESTING + "]" * MAX_NESTING
     assert parse_spec(ok).args["v"] is not None
@@ -325,7 +325,10 @@ def test_api_output_check(tmp_path: Path) -> None:
 
 
 def test_prepare_output_unit(tmp_path: Path) -> None:
-    from harness.results.store import prepare_output
+    from harness.results.layout import ResultsLayout
+
+    def prepare_output(folder, **kw):
+        return ResultsLayout(folder).prepare(**kw)
 
     out = prepare_output(tmp_path / "a" / "b")
     assert out.is_dir() and not list(out.iterdir())  # created, the probe file removed
@@ -398,7 +401,7 @@ def test_beir_parquet_qrels_duplicate_pair(tmp_path: Path) -> None:
 
 
 def test_noveleval_and_any_qrels_duplicate_pair(tmp_path: Path) -> None:
-    from harness.data.datasets import read_any_qrels
+    from harness.datasets.loaders import read_any_qrels
 
     root = tmp_path / "ne"
     write(root / "queries.tsv", "0\tq zero\n")

@@ -14,8 +14,8 @@ import pytest
 
 from harness.llm import LLMSession, LLMSettings, RetryPolicy
 from harness.llm import endpoint_allowed as _allowed
-from harness.llm.batch.journal import FILENAME
-from harness.llm.errors import BatchPending
+from harness.served.batch.journal import FILENAME
+from harness.served.request_errors import BatchPending
 from harness.testing import TestServer
 
 FOREIGN = "https://collector.example.org/v1"

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from harness.llm import LLMSession, LLMSettings, RetryPolicy, user
-from harness.llm.batch.api import requests_digest
-from harness.llm.batch.journal import DEFAULT_LEASE, FILENAME, BatchJournal, JournalLost, lease_from_env
-from harness.llm.errors import BatchPending
 from harness.runtime.procs import process_start
+from harness.served.batch.journal import DEFAULT_LEASE, FILENAME, BatchJournal, JournalLost, lease_from_env
+from harness.served.batch.protocol import requests_digest
+from harness.served.request_errors import BatchPending
 from harness.testing import TestServer
 from harness.testing.llm_server import last_user_text
 
@@ -122,7 +122,7 @@ def sleeper():
 
 OWNER = """
 import json, sys, time
-from harness.llm.batch.journal import BatchJournal
+from harness.served.batch.journal import BatchJournal
 spec = json.loads(sys.stdin.readline())
 rec, _ = BatchJournal(spec["path"]).reserve(spec["endpoint"], spec["items"])
 print(rec.id, flush=True)

@@ -262,7 +262,7 @@ def test_title_is_indexed():
 
 
 def test_registered_as_bm25_spec_args():
-    from harness.plugins.lazy import lazy
+    from harness.components.lazy import lazy
 
     r = lazy("harness.retrievers.bm25:BM25Retriever")(k1=0.9, b=0.4)
     assert isinstance(r, BM25Retriever) and r.config()["k1"] == 0.9

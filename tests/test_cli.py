@@ -38,7 +38,7 @@ def test_demo_eval_writes_reproducible_results(tmp_path):
     rows = [json.loads(line) for line in (out / "per_query.jsonl").read_text().splitlines()]
     assert len(rows) == data["dataset"]["n_queries"]["default"] == 10
     # the reported number is recomputed from the written run file and the dataset's qrels
-    from harness.data.datasets import load_demo_dataset
+    from harness.datasets.loaders import load_demo_dataset
 
     qrels_file = tmp_path / "qrels.txt"
     qrels_file.write_text("".join(f"{q} 0 {d} {int(g)}\n" for q, docs in load_demo_dataset().qrels["default"].items()

@@ -117,12 +117,12 @@ ALLOWED = {
     ("harness/retrievers/dense/encoder.py", "_LOADED"): "weak references to loaded models, a pure function of weights",
     ("harness/llm/providers/local.py", "global _LOG_CALLBACK"): "the ctypes log callback llama.cpp keeps a pointer to",
     ("plugins/harness-pir/harness_pir/data.py", "_DEMO_CACHE"): "parsed demo JSON keyed by (path, mtime, size)",
-    ("harness/llm/dryrun.py", "@lru_cache _encoder"): "the tiktoken encoder: a function of the installed package",
-    ("harness/llm/embeddings.py", "@lru_cache _encoding"): "the tiktoken encoder: a function of the installed package",
-    ("harness/llm/retry.py", "@lru_cache _first_wait_name"): "tenacity's signature: a function of the package",
-    ("harness/llm/cache_rows.py", "@cache safe_disk"): "diskcache's Disk subclass: a function of the package",
-    ("harness/llm/transport.py", "@lru_cache _backend_class"): "the httpx backend subclass: a function of the package",
-    ("harness/llm/transport.py", "_local"): "the deadline of the HTTP attempt running on this thread, set and restored",
+    ("harness/served/dryrun.py", "@lru_cache _encoder"): "the tiktoken encoder: a function of the installed package",
+    ("harness/llm/embedding_client.py", "@lru_cache _encoding"): "the tiktoken encoder: of the installed package",
+    ("harness/served/retry.py", "@lru_cache _first_wait_name"): "tenacity's signature: a function of the package",
+    ("harness/served/cache_rows.py", "@cache safe_disk"): "diskcache's Disk subclass: a function of the package",
+    ("harness/served/transport.py", "@lru_cache _backend_class"): "the httpx backend subclass: of the package",
+    ("harness/served/transport.py", "_local"): "the deadline of this thread's HTTP attempt, set and restored",
 }
 #: calls that build a mutable object (``dict.fromkeys`` is seen as ``fromkeys``); frozenset, tuple and
 #: MappingProxyType are what a constant table is made of
@@ -208,7 +208,7 @@ PLANTED = {  # module -> the lines planted at its end, and the names the guard m
     "harness/llm/spec.py": ("import collections\n_BY_KEY = collections.defaultdict(list)\n"
                             "_ORDER = sorted(ALIASES)\nfor_k = {k: 1 for k in ALIASES}\n",
                             {"_BY_KEY", "_ORDER", "for_k"}),
-    "harness/rerankers/base.py": ("def _remember(x):\n    global _LAST\n    _LAST = x\n", {"global _LAST"}),
+    "harness/rerankers/model_base.py": ("def _remember(x):\n    global _LAST\n    _LAST = x\n", {"global _LAST"}),
     "harness/retrievers/bm25.py": ("import functools\n@functools.lru_cache(maxsize=None)\ndef _memo(x):\n"
                                    "    return x\n", {"@lru_cache _memo"}),
     "plugins/harness-pir/harness_pir/data.py": ("_CACHE = {}\n", {"_CACHE"}),

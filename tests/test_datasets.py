@@ -9,7 +9,7 @@ import pytest
 
 from harness.concepts.errors import DataError
 from harness.concepts.task import load_task_file
-from harness.data import datasets as D
+from harness.datasets import loaders as D
 from harness.formats.trec import write_run
 
 REPO = Path(__file__).resolve().parents[1]

@@ -326,7 +326,8 @@ def test_registry_builds_dense_from_a_spec(cache_dir, monkeypatch):
 
 def test_importing_the_modules_loads_no_model_library():
     code = ("import sys, harness.retrievers.dense.presets, harness.retrievers.dense.retriever, "
-            "harness.retrievers.dense.cache, harness.retrievers.dense.encoder, harness.retrievers.dense.model, "
+            "harness.retrievers.dense.embedding_cache, harness.retrievers.dense.encoder, "
+            "harness.retrievers.dense.model, "
             "harness.retrievers.dense.search; "
             "bad = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]; "
             "assert not bad, bad")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.components.kinds import KIND_TABLE
 from harness.plugins import hookspecs
-from harness.plugins.kinds import KIND_TABLE
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 HOOKS = [n for n, f in vars(hookspecs).items() if n.startswith("register_") and callable(f)]

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.retrievers.dense.cache import EmbeddingCache, default_cache_dir, text_key
+from harness.retrievers.dense.embedding_cache import EmbeddingCache, default_cache_dir, text_key
 
 IDENTITY = {"model": "org/some-model", "revision": "abc123", "fingerprint": "f00d"}
 

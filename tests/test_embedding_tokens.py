@@ -13,9 +13,9 @@ import pytest
 
 from harness import Context
 from harness.api import evaluate
-from harness.apimodels.embeddings import OpenAIEmbeddingsRetriever
 from harness.concepts.document import Document
 from harness.llm import LLMSettings, RetryPolicy
+from harness.retrievers.embeddings_api import OpenAIEmbeddingsRetriever
 from harness.testing import TestServer
 from harness.testing.api_routes import embedding_vector
 
@@ -181,7 +181,7 @@ def test_a_text_still_over_the_limit_after_shortening_fails_and_is_named(tmp_pat
 
 
 def test_an_openai_model_without_its_table_is_sent_whole_and_says_why(tmp_path, monkeypatch, caplog):
-    from harness.llm import embeddings
+    from harness.llm import embedding_client as embeddings
 
     monkeypatch.setattr(embeddings, "_encoding", lambda name="cl100k_base": "no cl100k_base table here (test)")
     with TestServer() as srv, caplog.at_level(logging.WARNING, logger="harness.llm"):
@@ -200,7 +200,7 @@ def test_an_openai_model_without_its_table_is_sent_whole_and_says_why(tmp_path, 
 # -- the tables -------------------------------------------------------------------------------------------
 def test_a_table_is_used_only_when_its_digest_is_tiktokens(tmp_path, monkeypatch):
     pytest.importorskip("tiktoken", reason="tiktoken is not installed (pip install 'harness-ir[openai]')")
-    from harness.llm import tokens
+    from harness.served import tokens
 
     packaged = [p for p, where in tokens.candidates("cl100k_base") if "package" in where and p.is_file()]
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
@@ -220,9 +220,9 @@ def test_rerank_api_sends_documents_whole_and_cuts_only_when_asked(tmp_path):
     """Cohere and Voyage cut a document to their own token limits with their own tokenizers: the harness
     sends it whole (it used to cut at 16,384 bytes) and says whose rule applies; max_doc_bytes still cuts,
     counted."""
-    from harness.apimodels.rerank import RerankAPIReranker
     from harness.concepts.query import Query
     from harness.concepts.run import Run
+    from harness.rerankers.rerank_api import RerankAPIReranker
 
     long = long_text(4_000)
     assert len(long.encode("utf-8")) > 16_384

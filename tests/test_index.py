@@ -20,7 +20,7 @@ from harness import Context, evaluate
 from harness.api import build_index, index_info, load_dataset
 from harness.concepts.errors import HarnessError
 from harness.retrievers.dense import DenseRetriever
-from harness.retrievers.dense.index import EmbeddingIndex, ids_digest
+from harness.retrievers.dense.embedding_index import EmbeddingIndex, ids_digest
 from harness.retrievers.dense.model import packaged_model_path
 from harness.retrievers.dense.search import exact_top_k, top_k_blocks
 from harness.testing import require_data, shared_data_dir

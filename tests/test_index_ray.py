@@ -17,7 +17,7 @@ import pytest
 
 from harness import Context, evaluate
 from harness.api import build_index, load_dataset
-from harness.retrievers.dense.index import EmbeddingIndex
+from harness.retrievers.dense.embedding_index import EmbeddingIndex
 from harness.retrievers.dense.model import packaged_model_path
 from harness.testing import require_data, shared_data_dir
 

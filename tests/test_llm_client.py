@@ -377,9 +377,9 @@ def test_unknown_provider_lists_known_ones():
 
 
 def test_plugin_provider_through_the_hook(tmp_path):
-    from harness.llm.types import Reply, TokenCounts
     from harness.plugins.hookspecs import hookimpl
     from harness.plugins.host import PluginHost
+    from harness.served.types import Reply, TokenCounts
 
     class Upper:
         name, base_url, supports_logprobs = "upper", None, False

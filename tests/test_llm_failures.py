@@ -30,10 +30,10 @@ from harness.llm import (
     ServerError,
     get_client,
 )
-from harness.llm.cache import LLMCache
-from harness.llm.endpoint import Endpoint
 from harness.plugins.host import PluginHost
 from harness.runtime.extras import available
+from harness.served.endpoint import Endpoint
+from harness.served.reply_cache import LLMCache
 from harness.testing import ScriptedReply, TestServer
 from harness.testing.llm_server import last_user_text
 

@@ -11,7 +11,7 @@ import pytest
 
 from harness.concepts.errors import HarnessError
 from harness.llm import LLMSession, LLMSettings, user
-from harness.llm.pricing import PriceTable
+from harness.served.pricing import PriceTable
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'harness-ir[local]')")
 

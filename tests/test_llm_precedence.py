@@ -1,4 +1,4 @@
-"""One precedence for every LLM setting (harness.llm.precedence, docs/llm.md "Precedence of settings"):
+"""One precedence for every LLM setting (harness.served.precedence, docs/llm.md "Precedence of settings"):
 a component spec's argument beats the LLM spec (or a CLI option), which beats the component's default,
 which beats the client's. Checked on the request bodies the loopback server records, for every
 LLM-backed component the registry holds, and in results.json."""
@@ -13,7 +13,8 @@ import pytest
 
 from harness import Document, Query, Run
 from harness.concepts.errors import HarnessError
-from harness.llm.precedence import (
+from harness.llm.spec import parse_llm_spec
+from harness.served.precedence import (
     CLIENT_DEFAULT,
     COMPONENT_DEFAULT,
     COMPONENT_SPEC,
@@ -21,8 +22,7 @@ from harness.llm.precedence import (
     Setting,
     resolve,
 )
-from harness.llm.settings import LLMSettings
-from harness.llm.spec import parse_llm_spec
+from harness.served.settings import LLMSettings
 from harness.testing import TestServer
 from harness.testing.env import isolated_context
 

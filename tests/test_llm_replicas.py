@@ -289,7 +289,7 @@ def test_a_replica_stays_out_for_its_wait_and_failed_probes_double_it(tmp_path, 
     """Taken out, a replica gets no request until ``replica_retry`` has passed; then one probe; a
     failed probe takes it out again (an info line, not a warning) for twice as long, up to 10
     minutes. The wait is read from the clock, so the test moves the time it was taken out back."""
-    from harness.llm.endpoint import MAX_REPLICA_RETRY_S
+    from harness.served.endpoint import MAX_REPLICA_RETRY_S
 
     a = TestServer(reply=answer).start()
     dead = f"http://127.0.0.1:{free_port()}/v1"

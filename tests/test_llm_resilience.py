@@ -14,8 +14,8 @@ import uuid
 import pytest
 
 from harness.llm import AuthError, BadRequest, LLMSession, LLMSettings, RetryPolicy
-from harness.llm.cache import LLMCache
 from harness.runtime.extras import available
+from harness.served.reply_cache import LLMCache
 from harness.testing import ScriptedReply, TestServer
 from harness.testing.llm_server import last_user_text
 

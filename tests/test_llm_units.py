@@ -13,15 +13,15 @@ import time
 import pytest
 
 from harness.concepts.errors import HarnessError
-from harness.llm.cache import diff_payloads, key_of, llm_cache_dir
-from harness.llm.dryrun import DryRun, estimate_input_tokens, placeholder
-from harness.llm.errors import BadRequest, ConnectionFailed, LLMTimeout, RateLimited
-from harness.llm.pool import bounded_map
-from harness.llm.pricing import BUILTIN_PRICES, PriceTable
 from harness.llm.providers.base import is_loopback
-from harness.llm.retry import RetryPolicy, parse_retry_after
 from harness.llm.spec import parse_llm_spec
-from harness.llm.types import (
+from harness.served.dryrun import DryRun, estimate_input_tokens, placeholder
+from harness.served.pool import bounded_map
+from harness.served.pricing import BUILTIN_PRICES, PriceTable
+from harness.served.reply_cache import diff_payloads, key_of, llm_cache_dir
+from harness.served.request_errors import BadRequest, ConnectionFailed, LLMTimeout, RateLimited
+from harness.served.retry import RetryPolicy, parse_retry_after
+from harness.served.types import (
     ChatOptions,
     ChatRequest,
     Reply,
@@ -30,7 +30,7 @@ from harness.llm.types import (
     normalize_messages,
     user,
 )
-from harness.llm.usage import Usage
+from harness.served.usage import Usage
 
 
 # -- specs -----------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from harness.cli import _Group
 from harness.cli.compare import compare_cmd, report_cmd
 from harness.cli.export import export_group
 from harness.concepts.errors import DataError, HarnessError
-from harness.results.mteb_export import export_mteb
+from harness.mteb.result_files import export_mteb
 from harness.testing import require_data, requires_plugin
 
 from .plugin_fixtures import make_distribution

@@ -23,8 +23,8 @@ from harness.cli.compare import compare_cmd
 from harness.cli.export import export_group
 from harness.concepts.errors import HarnessError
 from harness.evaluation.pipeline import evaluate
-from harness.results.mteb_export import export_mteb
-from harness.results.mteb_tasks import TABLE, match, mteb_key, read_table
+from harness.mteb.known_tasks import TABLE, match, mteb_key, read_table
+from harness.mteb.result_files import export_mteb
 from harness.testing import HubServer, require_data, shared_data_dir
 
 ROOT = Path(__file__).resolve().parents[1]

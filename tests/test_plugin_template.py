@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import cli
+from harness.components.kinds import KIND_TABLE, kind_named
 from harness.concepts.errors import HarnessError
-from harness.plugins.kinds import KIND_TABLE, kind_named
 from harness.plugins.template import KINDS, plugin_files
 from harness.testing.venv import build_wheel, fresh_venv, pip
 

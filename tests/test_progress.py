@@ -139,7 +139,7 @@ def test_importing_it_and_help_import_no_tqdm() -> None:
 
 def test_llm_batches_print_lines_outside_a_terminal(monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.llm.pool import bounded_map
+    from harness.served.pool import bounded_map
 
     monkeypatch.setenv("HARNESS_PROGRESS_INTERVAL", "0")
     assert bounded_map(lambda x: x * 2, list(range(4)), 1, progress="openai:m") == [0, 2, 4, 6]

@@ -96,41 +96,47 @@ def test_the_import_check_catches_an_internal_import(tmp_path):
         me.REPO = old
 
 
-#: what harness/cli may import beyond the public modules: each command's own engine, internal modules
-#: no public module exports a name of (a name a public module exports comes from that module)
+#: what harness/cli may import beyond the public names: each command's own engine, internal modules
+#: no public module exports a name of (a name a public module exports comes from its defining module)
 CLI_BACKENDS = frozenset({
     "harness.compare", "harness.compare.format", "harness.compare.report",  # compare, report
     "harness.view.catalog", "harness.view.bundle", "harness.view.server",  # view
     "harness.data.download", "harness.data.verify",  # data download, data verify
-    "harness.results.table", "harness.results.mteb_export",  # the eval and score tables, export mteb
-    "harness.plugins.template", "harness.plugins.kinds",  # new-plugin
+    "harness.results.table", "harness.mteb.result_files",  # the eval and score tables, export mteb
+    "harness.plugins.template", "harness.components.kinds",  # new-plugin
     "harness.runtime.extras", "harness.runtime.numbers",  # option checks
 })
 
 
-def _public_elsewhere(module: str, name: str) -> str | None:
-    """The public name under which a public module exports ``module.name``, if one does."""
-    obj = getattr(importlib.import_module(module), name, None)
+def _public_homes() -> dict[str, dict[str, str]]:
+    """Defining module -> {name: the public name it is exported as} for every public module's exports
+    (the top package's ``harness.evaluate`` is defined in ``harness.api``)."""
+    homes: dict[str, dict[str, str]] = {}
     for facade in PUBLIC:
-        exports = getattr(importlib.import_module(facade), "_EXPORTS", {})
-        for public, home in exports.items():
-            if home == module and getattr(importlib.import_module(home), public, None) is obj is not None:
-                return f"{facade}.{public}"
-    return None
+        for public, home in getattr(importlib.import_module(facade), "_EXPORTS", {}).items():
+            homes.setdefault(home, {})[public] = f"{facade}.{public}"
+    return homes
 
 
 def _cli_import(where: str, mod: str, names: list[str]) -> list[str]:
-    """What is wrong with ``from mod import names`` in a CLI module (nothing: [])."""
+    """What is wrong with ``from mod import names`` in a CLI module (nothing: []). The CLI lives inside the
+    package, so like every module there it never imports the top package ``harness`` (a facade for users):
+    a public name comes from the module that defines it."""
     if any(n.startswith("_") for n in names):
         return [f"{where}: from {mod} import {', '.join(n for n in names if n.startswith('_'))} (private)"]
     if mod == "harness.cli" or mod.startswith("harness.cli."):
         return []
+    homes = _public_homes()
+    if mod == "harness":
+        return [f"{where}: from harness import {n} (the top package; import it from "
+                f"{next((h for h, ns in homes.items() if n in ns), '?')})" for n in names]
     if mod in PUBLIC:
         exported = set(importlib.import_module(mod).__all__)
         return [f"{where}: from {mod} import {n} (not public)" for n in names if n not in exported]
     if mod in CLI_BACKENDS:
-        return [f"{where}: from {mod} import {n} (import it as {pub})" for n in names
-                if (pub := _public_elsewhere(mod, n))]
+        return []
+    if mod in homes:
+        return [f"{where}: from {mod} import {n} (not a public name)" for n in names if n not in homes[mod]]
     return [f"{where}: from {mod} import ... (neither public nor a command's back-end)"]
 
 
@@ -143,7 +149,7 @@ def cli_violations(folder: Path) -> list[str]:
             where = f"{path.name}:{getattr(node, 'lineno', 0)}"
             if isinstance(node, ast.Import):
                 bad += [f"{where}: import {a.name}" for a in node.names if a.name.split(".")[0] == "harness"
-                        and not (a.name in PUBLIC or a.name in CLI_BACKENDS or a.name.startswith("harness.cli."))]
+                        and not (a.name in PUBLIC[1:] or a.name in CLI_BACKENDS or a.name.startswith("harness.cli."))]
             elif isinstance(node, ast.ImportFrom) and node.level:
                 bad.append(f"{where}: a relative import")
             elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "harness":
@@ -165,17 +171,20 @@ def test_the_cli_import_check_catches_a_planted_violation(tmp_path):
     shutil.copytree(REPO / "harness" / "cli", copy, ignore=shutil.ignore_patterns("__pycache__"))
     assert cli_violations(copy) == []
     batch = copy / "batch.py"
-    batch.write_text(batch.read_text(encoding="utf-8") + "\nfrom harness.llm.batch.journal import LIVE\n"
-                     "from harness.cli.options import _with_origins\nfrom harness.results.table import render\n"
-                     "from harness.llm import NotAName\nimport harness.api\nfrom harness.compare import load_systems\n",
+    batch.write_text(batch.read_text(encoding="utf-8") + "\nfrom harness.formats.bounded import loads\n"
+                     "from harness.cli.options import _with_origins\nfrom harness.api import _some\n"
+                     "from harness.llm import NotAName\nimport harness.api\nfrom harness.compare import load_systems\n"
+                     "from harness import evaluate\nfrom harness.context import ensure_context\n",
                      encoding="utf-8")
     bad = cli_violations(copy)
     assert [b.split(": ", 1)[1] for b in bad] == [
-        "from harness.llm.batch.journal import ... (neither public nor a command's back-end)",
+        "from harness.formats.bounded import ... (neither public nor a command's back-end)",
         "from harness.cli.options import _with_origins (private)",
-        "from harness.results.table import render (import it as harness.render_table)",
+        "from harness.api import _some (private)",
         "from harness.llm import NotAName (not public)",
         "import harness.api",
+        "from harness import evaluate (the top package; import it from harness.api)",
+        "from harness.context import ensure_context (not a public name)",
     ], bad  # a back-end's own name (load_systems) is allowed
 
 

@@ -19,14 +19,9 @@ from harness.concepts.query import Query
 from harness.concepts.run import Run
 from harness.concepts.task import Task
 from harness.concepts.uncertainty import Uncertainty
+from harness.results.layout import SCHEMA_VERSION, ResultsLayout
 from harness.results.result import EvalResult
-from harness.results.store import (
-    SCHEMA_VERSION,
-    read_results,
-    v1_non_metric,
-    write_results,
-    write_suite_results,
-)
+from harness.results.store import read_results, v1_non_metric
 from harness.results.table import lookup, metrics_table, summary_table
 
 BOOT = "bootstrap, 1000 resamples, seed 42"
@@ -70,7 +65,7 @@ def test_uncertainty_dict_round_trip_and_checks():
 
 def test_schema_v2_round_trip(tmp_path):
     res = _result()
-    path = write_results(res, tmp_path / "out")
+    path = ResultsLayout(tmp_path / "out").write(res)
     raw = json.loads(path.read_text())
     assert raw["schema_version"] == SCHEMA_VERSION == 2
     assert raw["metrics"] == {"ndcg": 0.4361, "recall": 0.62, "nan": None}  # still plain name -> number
@@ -92,9 +87,9 @@ def test_schema_v2_round_trip(tmp_path):
 def test_suite_v2_round_trip(tmp_path):
     members = {"s:a": _result("s:a", 0.4, 0.03), "s:b": _result("s:b", 0.6, 0.05)}
     for name, r in members.items():
-        write_results(r, tmp_path / name.replace(":", "_"))
+        ResultsLayout(tmp_path / name.replace(":", "_")).write(r)
     suite = EvalResult(Task(name="s", tasks=list(members)), metrics={"ndcg": 0.5, "recall": 0.62}, members=members)
-    write_suite_results(suite, tmp_path)
+    ResultsLayout(tmp_path).write_suite(suite)
     back = read_results(tmp_path)
     assert back.is_suite and back.source_version == 2
     assert back.data["tasks"]["s:b"]["uncertainty"]["ndcg"]["se"] == 0.05
@@ -240,12 +235,12 @@ def test_summary_table_reads_uncertainty_fields():
 
 def test_a_metric_without_a_value_says_why(tmp_path):
     """A note (why a metric is nan) is printed under the table and kept in results.json."""
-    from harness.results.store import read_results, write_results
+    from harness.results.store import read_results
     from harness.results.table import metrics_table
 
     table = metrics_table({"instfol": float("nan"), "nDCG@10": 0.5}, notes={"instfol": "no usable judgment"})
     assert "instfol: no value: no usable judgment" in table
     result = _result()
     result.metric_notes = {"ndcg": "why not"}
-    write_results(result, tmp_path / "out")
+    ResultsLayout(tmp_path / "out").write(result)
     assert read_results(tmp_path / "out").metric_notes == {"ndcg": "why not"}

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from harness.cli import _Group
 from harness.cli.compare import compare_cmd, report_cmd
 from harness.concepts.errors import HarnessError
-from harness.results import folder as files_in
+from harness.formats import bounded as files_in
 from harness.testing import requires_plugin
 from harness.testing.synthetic import write_results_folder, write_suite_folder
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.components.component_spec import parse_spec
 from harness.concepts.errors import HarnessError
-from harness.plugins.component_spec import parse_spec
 
 
 @pytest.mark.parametrize(

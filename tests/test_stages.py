@@ -24,10 +24,11 @@ from harness import (
     score,
 )
 from harness.evaluation import stages
-from harness.llm.errors import LLMError
-from harness.llm.types import Reply, TokenCounts
-from harness.llm.usage import MAX_EXAMPLES, Usage, sum_reports
+from harness.evaluation.options import ComponentSpecs, EvalOptions
 from harness.metrics.resolve import resolve_metrics
+from harness.served.request_errors import LLMError
+from harness.served.types import Reply, TokenCounts
+from harness.served.usage import MAX_EXAMPLES, Usage, sum_reports
 from harness.testing import plugin_registry
 
 DOCS = {f"d{i}": Document(f"d{i}", text) for i, text in enumerate([
@@ -109,7 +110,7 @@ def _by_hand(registry) -> object:
     ctx = Context.create(registry=registry).for_evaluation()
     ledger = stages.Ledger()
     metrics = resolve_metrics(ctx.registry, TASK.metrics)
-    comps = stages.build_components(ctx, TASK, None, [Reverse(), Reverse()], TopTwoRelevant())
+    comps = stages.build_components(ctx, TASK, ComponentSpecs(None, (Reverse(), Reverse()), TopTwoRelevant()))
     ds = stages.load(ctx, TASK, None, ledger, progress=False)
     depth = stages.settle_first_stage(comps, TASK, ds, None)
     stages.index(comps, ds, ledger, progress=False)
@@ -124,7 +125,7 @@ def _by_hand(registry) -> object:
     with ledger.timed("metrics"):
         scores = stages.apply_metrics(metrics, ranked.runs, ds, ranked.judgments)
         comps.describe_metrics(metrics)
-    return stages.assemble_result(ctx, TASK, ds, comps, ranked, scores, ledger, None, 0.0)
+    return stages.assemble_result(ctx, TASK, ds, comps, ranked, scores, ledger, EvalOptions())
 
 
 def _comparable(result) -> dict:

@@ -299,7 +299,7 @@ def test_the_prompt_cache_switch_goes_to_servers_but_never_to_api_openai_com(mon
     from harness.llm import get_client
     from harness.llm.providers.completion import body_extra
     from harness.llm.providers.openai import OpenAIProvider
-    from harness.llm.types import ChatOptions
+    from harness.served.types import ChatOptions
     from harness.testing import TestServer
 
     options = ChatOptions(logprobs=True, extra={"fresh_prompt": True, "top_k": 3})

@@ -22,8 +22,8 @@ from typing import Any
 import diskcache
 import pytest
 
-from harness.llm.cache import LLMCache, key_of
-from harness.llm.types import Reply
+from harness.served.reply_cache import LLMCache, key_of
+from harness.served.types import Reply
 from harness.testing import TestServer
 from harness.testing.synthetic import write_results_folder
 from tests.plugin_fixtures import use_distributions

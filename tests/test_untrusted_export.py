@@ -207,7 +207,7 @@ def test_a_task_defined_in_python_exports_once_registered(tmp_path):
 
     from harness import Context, PluginHost, hookimpl
     from harness.evaluation.pipeline import evaluate
-    from harness.results.mteb_export import export_mteb
+    from harness.mteb.result_files import export_mteb
 
     block = {"task_name": "HarnessDemoRetrieval", "dataset": "example/demo", "dataset_revision": REV,
              "metrics": {"nDCG@10": "ndcg_at_10"}}

@@ -172,8 +172,8 @@ def test_a_bad_rerank_reply_in_teis_shape_too(mode):
 
 def test_a_cached_rerank_score_that_is_not_a_plain_number_is_asked_for_again():
     """The reply cache's score text is read strictly too (``1_00`` is no score): such an entry is a miss."""
-    from harness.llm.cache import LLMCache, llm_cache_dir
-    from harness.llm.types import Reply
+    from harness.served.reply_cache import LLMCache, llm_cache_dir
+    from harness.served.types import Reply
 
     args = ["--retriever", "bm25", "--depth", "10", "--json"]
     with TestServer() as srv:

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 import harness
 from harness.cli import cli
 from harness.concepts.errors import HarnessError
-from harness.llm.cache import LLMCache
+from harness.served.reply_cache import LLMCache
 from harness.testing import requires_plugin
 from harness.view.bundle import write_bundle
 from harness.view.catalog import Catalog

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 import harness
-from harness.llm.cache import LLMCache
+from harness.served.reply_cache import LLMCache
 from harness.testing import plugin_missing
 from harness.view.bundle import write_bundle
 from harness.view.catalog import Catalog

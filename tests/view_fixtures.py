@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import harness
-from harness.llm.cache import LLMCache, key_of
-from harness.llm.types import Reply
+from harness.served.reply_cache import LLMCache, key_of
+from harness.served.types import Reply
 from harness.testing.synthetic import write_results_folder
 from harness.view.catalog import Catalog
 from harness.view.server import ViewServer

@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 
-from harness import HarnessError
 from harness.cli.batch import batch_group
 from harness.cli.cache import cache_group
 from harness.cli.compare import compare_cmd, report_cmd
@@ -22,6 +21,7 @@ from harness.cli.plugins import list_plugins_cmd, new_plugin_cmd
 from harness.cli.reproduce import reproduce_cmd
 from harness.cli.score import score_cmd
 from harness.cli.view import view_cmd
+from harness.concepts.errors import HarnessError
 from harness.llm import BatchPending
 
 
@@ -71,7 +71,7 @@ for _command in (list_plugins_cmd, eval_cmd, score_cmd, cache_group, compare_cmd
 
 def main() -> None:
     """The ``harness`` entry point: load the plugins once (they may add commands), then run."""
-    from harness import PluginHost
+    from harness.plugins.host import PluginHost
 
     try:
         host = PluginHost()

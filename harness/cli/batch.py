@@ -15,7 +15,7 @@ from harness.cli.options import CACHE_DIR_OPTION, make_context
 from harness.llm import Batches, LLMSettings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness import Context
+    from harness.context import Context
 
 #: exit status of `collect` and `cancel` when the provider did not know some batch (or refused one)
 INCOMPLETE = 3
@@ -59,7 +59,7 @@ def batch_group() -> None:
 @ENDPOINT_OPTION
 def status_cmd(cache_dir: str | None, show_all: bool, offline: bool, endpoints: tuple[str, ...]) -> None:
     """List the batches in the journal and, for pending ones, how far the provider has got."""
-    from harness import render_table
+    from harness.results.table import render_table
 
     batches = _batches(_context(cache_dir), endpoints)
     found = batches.status(include_ended=show_all, offline=offline)

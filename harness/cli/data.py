@@ -12,7 +12,8 @@ import click
 from harness.cli.options import data_dir_option, make_context
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness import Context, Task
+    from harness.concepts.task import Task
+    from harness.context import Context
 
 # file times come from the kernel's coarse clock, which may lag time.time() by a tick
 _CLOCK_SLACK_S = 0.1
@@ -45,7 +46,8 @@ def data_download_cmd(ctx, tasks, base_url) -> None:
 
     Creates the data folder when it does not exist. A task that publishes no files to fetch is
     reported with where its files must go, and the exit status is 2 unless they are already in place."""
-    from harness import DataError, load_dataset, load_task
+    from harness.api import load_dataset, load_task
+    from harness.concepts.errors import DataError
     from harness.data.download import download_task_files
 
     context = make_context(check_data=False)
@@ -136,7 +138,8 @@ def data_verify_cmd(ctx, tasks) -> None:
 def _tasks_to_verify(context: Context, names: Iterable[str], named: set[str]) -> tuple[list[Task], list[str]]:
     """The tasks ``names`` stand for (a suite: its members, each once), and a line for each task not
     named whose files cannot be listed now (a named one raises its ``DataError``)."""
-    from harness import DataError, load_task
+    from harness.api import load_task
+    from harness.concepts.errors import DataError
 
     seen: list[Task] = []
     unlisted: list[str] = []

@@ -39,7 +39,7 @@ def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, 
 
     Exit status: 0 done; 2 an input or configuration error (one message); 3 INCOMPLETE, LLM requests
     got no usable reply beyond --max-llm-failures (metrics are still printed and written, marked)."""
-    from harness import evaluate
+    from harness.api import evaluate
 
     if not task and not dataset:
         raise click.UsageError("give --task NAME or --dataset SPEC")
@@ -134,7 +134,7 @@ def _print_usage(result, quiet: bool, llm_settings) -> None:
 
 def _print_suite(result) -> None:
     """One row per member task, then the mean; keys only some members report in long form."""
-    from harness import render_table
+    from harness.results.table import render_table
 
     per_task = result.per_task
     common = [n for n in result.metrics if all(n in m for m in per_task.values())]

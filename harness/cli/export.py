@@ -26,7 +26,7 @@ def export_mteb_cmd(runs, output, model, revision) -> None:
     results.json carries. A run is refused, with the reason and nothing written, when its task has no MTEB
     counterpart, differs from MTEB's (other pool, split, revision), its results.json disagrees with the
     registered task (another MTEB task or revision, other data than the task pins), or it is incomplete."""
-    from harness.results.mteb_export import export_mteb
+    from harness.mteb.result_files import export_mteb
 
     paths = export_mteb(list(runs), output, model=model, revision=revision, context=make_context(check_data=False))
     for p in paths:

@@ -35,7 +35,7 @@ def index_group() -> None:
 @CACHE_DIR_OPTION
 def build_cmd(task, dataset, retriever, output, shard_size, dtype, executor, overwrite, quiet, cache_dir) -> None:
     """Encode a corpus into an index folder of shards (resumable: complete shards are kept)."""
-    from harness import build_index
+    from harness.api import build_index
 
     if not task and not dataset:
         raise click.UsageError("give --task NAME or --dataset SPEC")
@@ -51,7 +51,7 @@ def build_cmd(task, dataset, retriever, output, shard_size, dtype, executor, ove
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 def info_cmd(folder: str, as_json: bool) -> None:
     """Describe an index: model, documents, shards (complete or not), dtype, where the corpus came from."""
-    from harness import index_info
+    from harness.api import index_info
 
     info = index_info(folder)
     if as_json:
@@ -91,7 +91,7 @@ def verify_cmd(folder: str) -> None:
     """Check an index whole (dense or BM25): manifest, shards, headers, ids, and every file's sha256 against
     the one its build recorded. Exit 0: all match; 1: a file differs (each is named with both digests);
     2: malformed."""
-    from harness import verify_index
+    from harness.api import verify_index
 
     report = verify_index(folder)
     if report.get("kind") == "harness-bm25-index":

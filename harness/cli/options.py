@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from harness import HarnessError
+from harness.concepts.errors import HarnessError
 from harness.llm import DEFAULT_MAX_CONCURRENCY
 from harness.runtime.numbers import MAX_SECONDS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness import Context, PluginHost
+    from harness.context import Context
     from harness.llm import LLMSettings
+    from harness.plugins.host import PluginHost
 
 
 @dataclass
@@ -44,7 +45,9 @@ def make_context(llm_settings: LLMSettings | None = None, cache_dir: str | None 
                  check_data: bool = True) -> Context:
     """The context of the running command: the plugin host, ``--data-dir`` (a folder given by the
     option must exist unless ``check_data`` is False), the cache root, LLM settings and progress."""
-    from harness import Context, PluginHost, ProgressSettings
+    from harness.context import Context
+    from harness.plugins.host import PluginHost
+    from harness.runtime.progress import ProgressSettings
 
     state = cli_state()
     if state.host is None:
@@ -205,7 +208,7 @@ LLM_OPTIONS = (
 )
 
 
-#: the options that are LLM settings (:mod:`harness.llm.precedence`): option parameter -> setting
+#: the options that are LLM settings (:mod:`harness.served.precedence`): option parameter -> setting
 _SETTING_OF = MappingProxyType({"llm": "llm", "max_concurrency": "max_concurrency", "llm_timeout": "timeout",
                                 "llm_connect_timeout": "connect_timeout", "llm_budget": "budget"})
 

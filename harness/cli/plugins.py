@@ -7,7 +7,7 @@ import json
 import click
 
 from harness.cli.options import make_context
-from harness.plugins.kinds import KIND_TABLE
+from harness.components.kinds import KIND_TABLE
 
 
 @click.command("list-plugins")

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from harness import HarnessError
 from harness.cli.options import data_dir_option, make_context
 from harness.cli.reproduce_rows import Machine, Row, load_rows, plain, render_markdown, select
+from harness.concepts.errors import HarnessError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness import Context
+    from harness.context import Context
 
 OK, OUTSIDE, FAILED, INCOMPLETE, NOT_RUN = "ok", "OUTSIDE", "failed", "INCOMPLETE", "not run"
 
@@ -88,14 +88,14 @@ def reproduce_cmd(row_ids, offline_only, rows_file, list_only, markdown, as_json
 
 def run_row(row: Row, context: Context, quiet: bool = False) -> Outcome:
     """Evaluate ``row``'s system as ``harness eval`` would and judge the figure against the row."""
-    from harness import evaluate
+    from harness.api import evaluate
     from harness.results.table import lookup
 
     start = time.monotonic()
     try:
         result = evaluate(row.task, dataset=row.dataset, retriever=row.retriever, rerankers=list(row.rerankers),
-                          metrics=list(row.metrics) or None, depth=row.depth, llm=row.llm, progress=not quiet,
-                          context=context, command=["harness", "reproduce", row.id])
+                          metrics=list(row.metrics) or None, depth=row.depth, progress=not quiet,
+                          context=context.for_evaluation(llm=row.llm), command=["harness", "reproduce", row.id])
     except (HarnessError, OSError) as exc:
         message = str(exc) if isinstance(exc, HarnessError) else f"{exc.filename or ''}: {exc.strerror or exc}"
         return Outcome(row, FAILED, why=(message,), seconds=time.monotonic() - start)
@@ -135,8 +135,7 @@ def _print_outcomes(outcomes: list[Outcome], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([o.as_dict() for o in outcomes], indent=2))
         return
-    from harness import render_table
-    from harness.results.table import Cell
+    from harness.results.table import Cell, render_table
 
     ran = [o for o in outcomes if o.status != NOT_RUN]
     if ran:

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness import HarnessError
+from harness.concepts.errors import HarnessError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness import Context
+    from harness.context import Context
 
 PACKAGED = Path(__file__).resolve().parents[1] / "data" / "reproductions.toml"
 MAX_BYTES = 1024 * 1024

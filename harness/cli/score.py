@@ -18,8 +18,8 @@ from harness.cli.options import make_context
 @click.option("--json", "as_json", is_flag=True)
 def score_cmd(qrels, run_file, metrics, per_query, as_json) -> None:
     """Score a TREC run file against qrels, like trec_eval."""
-    from harness import render_table, score
-    from harness.results.table import metrics_table
+    from harness.api import score
+    from harness.results.table import metrics_table, render_table
 
     res = score(qrels, run_file, metrics, context=make_context(check_data=False))
     if as_json:

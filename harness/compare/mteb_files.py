@@ -4,7 +4,7 @@ A ``<TaskName>.json`` written by mteb (``TaskResult.to_disk``) or ``harness expo
 becomes a *leaderboard* system: its scores are mapped back to harness metric names through the ``mteb`` block
 of the registered task a compared run corresponds to, where the run's ``results.json`` agrees with that task's
 pins, or, for a ``--dataset mteb:`` run, of the known MTEB task whose published dataset its identity records
-(``harness.results.mteb_identity``; the block results.json carries decides nothing). It has no per-query
+(``harness.mteb.identity``; the block results.json carries decides nothing). It has no per-query
 scores, so no paired test is claimed for it. The files are untrusted: bounded size, types checked, one message."""
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from harness.concepts.context import ComponentContext
+from harness.concepts.component_context import ComponentContext
 from harness.concepts.errors import HarnessError
 from harness.concepts.mteb_block import defaults
-from harness.results import folder as files_in
+from harness.formats import bounded as files_in
+from harness.results.layout import RESULTS
 from harness.results.store import StoredResults
 
 #: the largest MTEB result file read (the largest in embeddings-benchmark/results are well under 1 MiB)
@@ -30,8 +31,8 @@ def is_mteb_path(path: str | Path) -> bool:
     """A ``*.json`` file other than ``results.json``, or a folder without ``results.json`` holding ``*.json``."""
     p = Path(path)
     if p.is_file():
-        return p.suffix == ".json" and p.name != "results.json"
-    return p.is_dir() and not (p / "results.json").exists() and any(
+        return p.suffix == ".json" and p.name != RESULTS
+    return p.is_dir() and not (p / RESULTS).exists() and any(
         f.suffix == ".json" and f.name != "model_meta.json" for f in p.iterdir())
 
 
@@ -105,11 +106,11 @@ def metrics_of(f: Path, data: dict[str, Any], block: dict[str, Any]) -> dict[str
 def blocks_of(runs: list[Any], context: ComponentContext | None = None) -> dict[str, tuple[str, dict[str, Any]]]:
     """MTEB task name -> (harness task, its mteb block), from each run's registered task where the run's
     results.json agrees with it, or from a ``--dataset mteb:`` run's dataset identity and the table of MTEB tasks
-    (``harness.results.mteb_identity.decide``); a run whose record disagrees (a block no registered task backs,
+    (``harness.mteb.identity.decide``); a run whose record disagrees (a block no registered task backs,
     another MTEB task or revision, other data, an identity that disagrees with its spec) is one error naming
     results.json."""
     from harness.context import Context
-    from harness.results.mteb_identity import decide
+    from harness.mteb.identity import decide
 
     out: dict[str, tuple[str, dict[str, Any]]] = {}
     ctx = Context.of(context) if runs else None

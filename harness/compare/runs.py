@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.concepts.context import ComponentContext
+from harness.concepts.component_context import ComponentContext
 from harness.concepts.errors import HarnessError
 from harness.concepts.uncertainty import Uncertainty
 from harness.results.store import StoredResults, read_results

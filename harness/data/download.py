@@ -29,7 +29,6 @@ from http.client import HTTPException
 from pathlib import Path
 from typing import Any
 
-from harness import __version__
 from harness.concepts.errors import DataError
 from harness.concepts.task import DataFile, Task
 from harness.data.folder import ENV_AUTO_DOWNLOAD, ENV_DATA_URL, POINT_ELSEWHERE, DataFolder
@@ -42,6 +41,7 @@ from harness.data.hub import (
     resolve_hub_revision,
 )
 from harness.formats.files import sha256_file
+from harness.runtime.about import __version__
 from harness.runtime.progress import ProgressSettings
 from harness.runtime.progress import progress as _progress
 

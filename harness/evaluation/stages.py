@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.components.component_spec import parse_spec
 from harness.concepts.dataset import Dataset
 from harness.concepts.errors import HarnessError
 from harness.concepts.judgment import Judgments
@@ -46,10 +47,10 @@ from harness.concepts.query import Query, format_query
 from harness.concepts.run import Run
 from harness.concepts.task import Task
 from harness.context import Context
-from harness.plugins.component_spec import parse_spec
+from harness.evaluation.options import ComponentArg, ComponentSpecs, EvalOptions
+from harness.results.layout import ResultsLayout
 from harness.results.result import EvalResult
 
-ComponentArg = str | Any
 AUTO_CANDIDATE_DEPTH = 1000  # MTEB's top_k (max of its k_values): how many of a query's candidates it scores
 
 
@@ -110,25 +111,7 @@ class Rankings:
     judgments: dict[str, Judgments] = field(default_factory=dict)
 
 
-# -- arguments -------------------------------------------------------------------------------------------
-def check_limits(limit: int | None = None, depth: int | None = None) -> None:
-    """``limit`` (queries) and ``depth`` (first-stage depth) are None or whole numbers >= 1."""
-    for name, value in (("limit", limit), ("depth", depth)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise HarnessError(f"{name} must be a whole number >= 1 (or None for the task's default), got {value!r}")
-
-
-def check_arguments(limit: int | None, depth: int | None, max_llm_failures: float) -> float:
-    """Check ``limit`` and ``depth``; ``max_llm_failures`` as a share in [0, 1]."""
-    from harness.llm.failures import check_share
-
-    check_limits(limit=limit, depth=depth)
-    try:
-        return check_share(max_llm_failures)
-    except (TypeError, ValueError) as exc:
-        raise HarnessError(str(exc)) from None
-
-
+# -- the task ----------------------------------------------------------------------------------------------
 def resolve_task(context: Context, task: str | Task | None, dataset: str | None) -> Task:
     """The task named or given; a plain dataset spec makes a task whose first stage is ``auto`` (the
     dataset's candidates when it carries them, as its benchmark defines it; else BM25 over the corpus)."""
@@ -159,11 +142,11 @@ def _create(context: Context, kind: str, spec: ComponentArg, protocol: type) -> 
     return obj, {**desc, **describe(obj)}
 
 
-def build_components(context: Context, task: Task, retriever: ComponentArg | None,
-                     rerankers: Sequence[ComponentArg], judge: ComponentArg | None) -> Components:
+def build_components(context: Context, task: Task, specs: ComponentSpecs) -> Components:
     """Every component, created before any data is read: a bad spec or a missing API key fails before
     a download or an index build. With ``first_stage = "auto"`` both first stages are made (the candidates
     and the task's retriever); :func:`settle_first_stage` picks one once the data is read."""
+    retriever, judge = specs.retriever, specs.judge
     first_spec = retriever or (task.retriever if task.first_stage == "retrieve" else "candidates")
     first_kinds = Retriever | CandidateRetriever | QueryObjectRetriever
     described: dict[str, Any] = {}
@@ -172,7 +155,7 @@ def build_components(context: Context, task: Task, retriever: ComponentArg | Non
     if not retriever and task.first_stage == "auto":
         corpus_first = _create(context, "retriever", task.retriever, first_kinds)
     objs = []
-    for spec in rerankers:
+    for spec in specs.rerankers:
         obj, desc = _create(context, "reranker", spec, Reranker)
         objs.append(obj)
         described.setdefault("rerankers", []).append(desc)
@@ -349,40 +332,32 @@ def apply_metrics(metrics: Sequence[Metric], runs: dict[str, Run], ds: Dataset,
 def _llm_failures(usage: dict[str, Any], components: dict[str, Any], max_share: float) -> dict[str, Any]:
     if not usage:
         return {}
-    from harness.llm.failures import failure_report, merge_per_query
+    from harness.served.failure_policy import failure_report, merge_per_query
 
     described = [components.get("retriever", {}), *components.get("rerankers", []), components.get("judge", {})]
     return failure_report(usage, merge_per_query(d.get("stats") or {} for d in described), max_share)
 
 
 def assemble_result(context: Context, task: Task, ds: Dataset, components: Components, ranked: Rankings,
-                    scores: MetricResult, ledger: Ledger, command: list[str] | None,
-                    max_llm_failures: float) -> EvalResult:
+                    scores: MetricResult, ledger: Ledger, options: EvalOptions) -> EvalResult:
     """The :class:`EvalResult`: ``timings["total"]`` closes the ledger; the LLM session's usage and the
-    failure report (INCOMPLETE beyond ``max_llm_failures``) are read now."""
+    failure report (INCOMPLETE beyond ``options.max_llm_failures``) are read now."""
     ledger.timings["total"] = time.perf_counter() - ledger.started
     usage = context.llm.report()
     return EvalResult(task, ds, components.described, scores.aggregate, scores.per_query, ranked.runs,
-                      ranked.judgments, ledger.counts, ledger.timings, usage=usage, command=command,
-                      llm_failures=_llm_failures(usage, components.described, max_llm_failures),
+                      ranked.judgments, ledger.counts, ledger.timings, usage=usage,
+                      command=list(options.command) if options.command is not None else None,
+                      llm_failures=_llm_failures(usage, components.described, options.max_llm_failures),
                       uncertainty=scores.uncertainty, metric_details=scores.details, metric_notes=scores.notes,
                       versions=context.versions(), first_stage_runs=ranked.first_stage)
 
 
 def check_output(output: str | Path, overwrite: bool, members: Sequence[str] = ()) -> None:
     """Before any work: the folder (and a suite's member folders) can take every file the run writes."""
-    from harness.evaluation.output_files import check_result_files
-    from harness.results.store import prepare_output
-
-    prepare_output(output, overwrite=overwrite, members=members)
-    check_result_files(output, members)  # every file the run writes, not only the folder
+    ResultsLayout(Path(output)).prepare(overwrite, members)  # every file the run writes, not only the folder
 
 
 def write_output(output: str | Path, result: EvalResult, clients: Sequence[Any], progress: bool) -> None:
     """``harness view``'s files, then the results (``results.json`` last)."""
-    from harness.evaluation.view_files import write_view_files
-    from harness.results.store import write_results
-
-    write_view_files(output, result.dataset, result.runs, clients)
-    write_results(result, output)
+    ResultsLayout(Path(output)).write(result, clients)
     log(f"[harness] results written to {output}", progress)

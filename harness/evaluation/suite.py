@@ -1,42 +1,43 @@
 """A suite: every member task evaluated with the same components, each member's results in
 ``output/<member>/``, the suite's own ``results.json`` with the per-task table and, per metric, the
-unweighted mean over the members that report it. The members are evaluated by the ``evaluate`` given
-(:func:`harness.evaluation.pipeline.evaluate`), so this module never imports the pipeline."""
+unweighted mean over the members that report it. The members are evaluated by the "run one member"
+function given (:func:`harness.evaluation.pipeline.run_member`, bound to the components), so this
+module never imports the pipeline and never builds an LLM session: the context does."""
 
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from harness.concepts.task import Task
 from harness.context import Context
+from harness.evaluation.options import EvalOptions
 from harness.evaluation.stages import check_output, log
+from harness.results.layout import ResultsLayout
 from harness.results.result import EvalResult
+from harness.served.request_errors import BatchPending
+from harness.served.usage import sum_reports
 
-#: ``evaluate(name, output=..., overwrite=..., progress=..., context=..., **kwargs)``
-Evaluate = Callable[..., EvalResult]
+#: ``run_member(task name, options, context) -> EvalResult``: one member with the suite's components
+RunMember = Callable[[str, EvalOptions, Context], EvalResult]
 
 
-def evaluate_suite(suite: Task, context: Context, evaluate: Evaluate, *, output: str | None = None,
-                   overwrite: bool = False, progress: bool = True, **kwargs: Any) -> EvalResult:
-    """Run every member task of ``suite`` through ``evaluate`` with the same components and ``context``
-    (each member gets a fresh LLM session of its own); members' results go to ``output/<member>/`` and
-    the suite's own ``results.json`` holds the per-task table and the means. ``output`` is checked
-    once, before any member runs (see :func:`harness.results.store.prepare_output`)."""
-    from harness.llm.usage import sum_reports
-
-    if output:
-        check_output(output, overwrite, members=suite.tasks)
-    results = _run_members(suite, context, evaluate, output, progress, kwargs)
-    result = EvalResult(suite, metrics=member_means(results), command=kwargs.get("command"),
+def evaluate_suite(suite: Task, options: EvalOptions, context: Context, run_member: RunMember) -> EvalResult:
+    """Run every member task of ``suite`` through ``run_member`` with ``options`` and ``context`` (each
+    member gets a fresh LLM session of its own); members' results go to ``output/<member>/`` and the
+    suite's own ``results.json`` holds the per-task table and the means. ``output`` is checked once,
+    before any member runs (see :meth:`harness.results.layout.ResultsLayout.prepare`)."""
+    if options.output:
+        check_output(options.output, options.overwrite, members=suite.tasks)
+    results = _run_members(suite, options, context, run_member)
+    command = list(options.command) if options.command is not None else None
+    result = EvalResult(suite, metrics=member_means(results), command=command,
                         usage=sum_reports(r.usage for r in results.values()), versions=context.versions(),
                         members=results)
-    if output:
-        from harness.results.store import write_suite_results
-
-        write_suite_results(result, output)
+    if options.output:
+        ResultsLayout(Path(options.output)).write_suite(result)
     return result
 
 
@@ -53,19 +54,18 @@ def member_means(results: Mapping[str, EvalResult]) -> dict[str, float]:
     return means
 
 
-def _run_members(suite: Task, context: Context, evaluate: Evaluate, output: str | None, progress: bool,
-                 kwargs: dict[str, Any]) -> dict[str, EvalResult]:
+def _run_members(suite: Task, options: EvalOptions, context: Context, run_member: RunMember
+                 ) -> dict[str, EvalResult]:
     """Each member's result. In batch mode, waiting, the members run together (:func:`_together`);
     with ``--no-wait`` each runs until its batches are submitted and the suite stops once, one line
     for all."""
-    from harness.llm.errors import BatchPending
-
     settings = context.llm.settings
     batching = settings.batch and not settings.dry_run
+    progress = options.progress
 
     def run(name: str, ctx: Context = context) -> EvalResult:
-        sub_out = None if output is None else str(Path(output) / name.replace(":", "_"))
-        return evaluate(name, output=sub_out, overwrite=True, progress=progress, context=ctx, **kwargs)
+        sub_out = None if options.output is None else str(Path(options.output) / name.replace(":", "_"))
+        return run_member(name, options.replace(output=sub_out, overwrite=True), ctx)
 
     if batching and settings.batch_wait and len(suite.tasks) > 1:
         log(f"[harness] suite {suite.name}: {', '.join(suite.tasks)} together (they wait on batches)", progress)
@@ -95,13 +95,8 @@ def _together(names: list[str], context: Context, run: Callable[[str, Context], 
     its usage counts what it submitted and collected, once. The first error (in suite order, among those
     raised by the time it is seen) is raised at once, and Ctrl-C stops at once: either way the other
     members' batch waits are told to stop, and their batches stay in the journal for the next run."""
-    import threading
-    from dataclasses import replace
-
-    from harness.llm.session import LLMSession
-
     stop = threading.Event()
-    ctx = replace(context, llm=LLMSession(context.llm.settings, context.registry, context.progress, stop=stop))
+    ctx = context.for_evaluation(stop=stop)  # its members' sessions stop their batch waits on it
     results: dict[str, EvalResult] = {}
     errors: dict[str, BaseException] = {}
 

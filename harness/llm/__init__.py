@@ -25,60 +25,60 @@ _EXPORTS = MappingProxyType({
     "LLMSession": "harness.llm.session",
     "get_client": "harness.llm.session",
     "Client": "harness.llm.client",
-    "LLMSettings": "harness.llm.settings",
-    "DEFAULT_MAX_CONCURRENCY": "harness.llm.settings",
-    "PriceTable": "harness.llm.pricing",
-    "RetryPolicy": "harness.llm.retry",
+    "LLMSettings": "harness.served.settings",
+    "DEFAULT_MAX_CONCURRENCY": "harness.served.settings",
+    "PriceTable": "harness.served.pricing",
+    "RetryPolicy": "harness.served.retry",
     "LLMSpec": "harness.llm.spec",
     "parse_llm_spec": "harness.llm.spec",
     # messages, options, replies
-    "Message": "harness.llm.types",
-    "ChatOptions": "harness.llm.types",
-    "ChatRequest": "harness.llm.types",
-    "Reply": "harness.llm.types",
-    "TokenLogprob": "harness.llm.types",
-    "TopLogprob": "harness.llm.types",
-    "TokenCounts": "harness.llm.types",
-    "system": "harness.llm.types",
-    "user": "harness.llm.types",
-    "assistant": "harness.llm.types",
+    "Message": "harness.served.types",
+    "ChatOptions": "harness.served.types",
+    "ChatRequest": "harness.served.types",
+    "Reply": "harness.served.types",
+    "TokenLogprob": "harness.served.types",
+    "TopLogprob": "harness.served.types",
+    "TokenCounts": "harness.served.types",
+    "system": "harness.served.types",
+    "user": "harness.served.types",
+    "assistant": "harness.served.types",
     # transport failures (one request)
-    "LLMError": "harness.llm.errors",
-    "RateLimited": "harness.llm.errors",
-    "ServerError": "harness.llm.errors",
-    "LLMTimeout": "harness.llm.errors",
-    "ConnectionFailed": "harness.llm.errors",
-    "BadRequest": "harness.llm.errors",
-    "MalformedReply": "harness.llm.errors",
-    "EndpointUnavailable": "harness.llm.errors",
-    "NotProcessed": "harness.llm.errors",
+    "LLMError": "harness.served.request_errors",
+    "RateLimited": "harness.served.request_errors",
+    "ServerError": "harness.served.request_errors",
+    "LLMTimeout": "harness.served.request_errors",
+    "ConnectionFailed": "harness.served.request_errors",
+    "BadRequest": "harness.served.request_errors",
+    "MalformedReply": "harness.served.request_errors",
+    "EndpointUnavailable": "harness.served.request_errors",
+    "NotProcessed": "harness.served.request_errors",
     # fatal errors (the run stops)
-    "FatalLLMError": "harness.llm.errors",
-    "AuthError": "harness.llm.errors",
-    "MissingKey": "harness.llm.errors",
-    "ModelNotFound": "harness.llm.errors",
-    "LogprobsUnsupported": "harness.llm.errors",
-    "RunStopped": "harness.llm.errors",
+    "FatalLLMError": "harness.served.request_errors",
+    "AuthError": "harness.served.request_errors",
+    "MissingKey": "harness.served.request_errors",
+    "ModelNotFound": "harness.served.request_errors",
+    "LogprobsUnsupported": "harness.served.request_errors",
+    "RunStopped": "harness.served.request_errors",
     # batch mode
-    "BatchPending": "harness.llm.errors",
+    "BatchPending": "harness.served.request_errors",
     # the failure policy and usage, as the CLI prints them
-    "EXIT_INCOMPLETE": "harness.llm.failures",
-    "banner": "harness.llm.failures",
-    "usage_table": "harness.llm.usage",
+    "EXIT_INCOMPLETE": "harness.served.failure_policy",
+    "banner": "harness.served.failure_policy",
+    "usage_table": "harness.served.usage",
     # managing the reply cache and the batch journal (`harness cache`, `harness batch`)
-    "cache_path": "harness.llm.manage",
-    "cache_info": "harness.llm.manage",
-    "CacheInfo": "harness.llm.manage",
-    "clear_cache": "harness.llm.manage",
-    "ClearedCache": "harness.llm.manage",
-    "explain_cache_miss": "harness.llm.manage",
-    "Batches": "harness.llm.batch.manage",
-    "BatchStatus": "harness.llm.batch.manage",
-    "CollectOutcome": "harness.llm.batch.manage",
-    "CancelOutcome": "harness.llm.batch.manage",
-    "CleanOutcome": "harness.llm.batch.manage",
-    "endpoint_allowed": "harness.llm.batch.manage",
-    "BatchRecord": "harness.llm.batch.journal",
+    "cache_path": "harness.llm.cache_admin",
+    "cache_info": "harness.llm.cache_admin",
+    "CacheInfo": "harness.llm.cache_admin",
+    "clear_cache": "harness.llm.cache_admin",
+    "ClearedCache": "harness.llm.cache_admin",
+    "explain_cache_miss": "harness.llm.cache_admin",
+    "Batches": "harness.llm.batches",
+    "BatchStatus": "harness.llm.batches",
+    "CollectOutcome": "harness.llm.batches",
+    "CancelOutcome": "harness.llm.batches",
+    "CleanOutcome": "harness.llm.batches",
+    "endpoint_allowed": "harness.llm.batches",
+    "BatchRecord": "harness.served.batch.journal",
     # writing a provider
     "Provider": "harness.llm.providers.base",
     "BaseProvider": "harness.llm.providers.base",
@@ -86,13 +86,13 @@ _EXPORTS = MappingProxyType({
     "error_for_status": "harness.llm.providers.base",
     "resolve_key": "harness.llm.providers.base",
     # a provider's batch API
-    "BatchAPI": "harness.llm.batch.api",
-    "BatchCleanup": "harness.llm.batch.api",
-    "BatchListing": "harness.llm.batch.api",
-    "requests_digest": "harness.llm.batch.api",
-    "BatchLimits": "harness.llm.batch.api",
-    "RemoteStatus": "harness.llm.batch.api",
-    "Unprocessed": "harness.llm.batch.api",
+    "BatchAPI": "harness.served.batch.protocol",
+    "BatchCleanup": "harness.served.batch.protocol",
+    "BatchListing": "harness.served.batch.protocol",
+    "requests_digest": "harness.served.batch.protocol",
+    "BatchLimits": "harness.served.batch.protocol",
+    "RemoteStatus": "harness.served.batch.protocol",
+    "Unprocessed": "harness.served.batch.protocol",
     # pointwise scoring
     "PointwiseScorer": "harness.llm.pointwise",
     "Item": "harness.llm.pointwise",
@@ -101,7 +101,29 @@ _EXPORTS = MappingProxyType({
 })
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness.llm.batch.api import (  # noqa: F401
+    from harness.llm.batches import (  # noqa: F401
+        Batches,
+        BatchStatus,
+        CancelOutcome,
+        CleanOutcome,
+        CollectOutcome,
+        endpoint_allowed,
+    )
+    from harness.llm.cache_admin import (  # noqa: F401
+        CacheInfo,
+        ClearedCache,
+        cache_info,
+        cache_path,
+        clear_cache,
+        explain_cache_miss,
+    )
+    from harness.llm.client import Client  # noqa: F401
+    from harness.llm.pointwise import Item, PointwiseScorer, Scored, order_by_scores  # noqa: F401
+    from harness.llm.providers.base import BaseProvider, Provider, error_for_status, map_sdk_error, resolve_key  # noqa: F401
+    from harness.llm.session import LLMSession, get_client  # noqa: F401
+    from harness.llm.spec import LLMSpec, parse_llm_spec  # noqa: F401
+    from harness.served.batch.journal import BatchRecord  # noqa: F401
+    from harness.served.batch.protocol import (  # noqa: F401
         BatchAPI,
         BatchCleanup,
         BatchLimits,
@@ -110,17 +132,9 @@ if TYPE_CHECKING:  # pragma: no cover
         Unprocessed,
         requests_digest,
     )
-    from harness.llm.batch.journal import BatchRecord  # noqa: F401
-    from harness.llm.batch.manage import (  # noqa: F401
-        Batches,
-        BatchStatus,
-        CancelOutcome,
-        CleanOutcome,
-        CollectOutcome,
-        endpoint_allowed,
-    )
-    from harness.llm.client import Client  # noqa: F401
-    from harness.llm.errors import (  # noqa: F401
+    from harness.served.failure_policy import EXIT_INCOMPLETE, banner  # noqa: F401
+    from harness.served.pricing import PriceTable  # noqa: F401
+    from harness.served.request_errors import (  # noqa: F401
         AuthError,
         BadRequest,
         BatchPending,
@@ -138,23 +152,9 @@ if TYPE_CHECKING:  # pragma: no cover
         RunStopped,
         ServerError,
     )
-    from harness.llm.failures import EXIT_INCOMPLETE, banner  # noqa: F401
-    from harness.llm.manage import (  # noqa: F401
-        CacheInfo,
-        ClearedCache,
-        cache_info,
-        cache_path,
-        clear_cache,
-        explain_cache_miss,
-    )
-    from harness.llm.pointwise import Item, PointwiseScorer, Scored, order_by_scores  # noqa: F401
-    from harness.llm.pricing import PriceTable  # noqa: F401
-    from harness.llm.providers.base import BaseProvider, Provider, error_for_status, map_sdk_error, resolve_key  # noqa: F401
-    from harness.llm.retry import RetryPolicy  # noqa: F401
-    from harness.llm.session import LLMSession, get_client  # noqa: F401
-    from harness.llm.settings import DEFAULT_MAX_CONCURRENCY, LLMSettings  # noqa: F401
-    from harness.llm.spec import LLMSpec, parse_llm_spec  # noqa: F401
-    from harness.llm.types import (  # noqa: F401
+    from harness.served.retry import RetryPolicy  # noqa: F401
+    from harness.served.settings import DEFAULT_MAX_CONCURRENCY, LLMSettings  # noqa: F401
+    from harness.served.types import (  # noqa: F401
         ChatOptions,
         ChatRequest,
         Message,
@@ -166,7 +166,7 @@ if TYPE_CHECKING:  # pragma: no cover
         system,
         user,
     )
-    from harness.llm.usage import usage_table  # noqa: F401
+    from harness.served.usage import usage_table  # noqa: F401
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 __all__ = sorted(_EXPORTS)

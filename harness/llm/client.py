@@ -10,7 +10,7 @@ Order of work in :meth:`Client.chat`: cache lookup -> (dry run: placeholder) -> 
 gate and circuit breaker -> HTTP attempts under the endpoint's concurrency bound, with retries
 inside the call's time budget -> usage -> cache write (at once, before returning).
 
-In batch mode (a :class:`~harness.llm.batch.runner.BatchRunner`), the requests of a stage that no
+In batch mode (a :class:`~harness.served.batch.runner.BatchRunner`), the requests of a stage that no
 cache holds go out together through the provider's batch API instead: every request of one
 :meth:`Client.map`, each round of :meth:`Client.run_sequences`, a lone :meth:`Client.chat` alone.
 """
@@ -25,22 +25,22 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from harness.llm.batch.api import Pending
-from harness.llm.cache import CACHE_FORMAT, LLMCache, key_of
-from harness.llm.dryrun import DryRun, placeholder
-from harness.llm.endpoint import Endpoint, guarded_call
-from harness.llm.errors import FatalLLMError, LLMError, LLMTimeout, LogprobsUnsupported, RunStopped
-from harness.llm.pool import bounded_map
-from harness.llm.precedence import Setting, apply_typed
-from harness.llm.precedence import describe as describe_settings
-from harness.llm.retry import RetryPolicy
-from harness.llm.types import ChatOptions, ChatRequest, Message, Messages, Reply, normalize_messages
-from harness.llm.usage import Usage
 from harness.runtime.progress import ProgressSettings
 from harness.runtime.redact import redact_url
+from harness.served.batch.protocol import Pending
+from harness.served.dryrun import DryRun, placeholder
+from harness.served.endpoint import Endpoint, guarded_call
+from harness.served.pool import bounded_map
+from harness.served.precedence import Setting, apply_typed
+from harness.served.precedence import describe as describe_settings
+from harness.served.reply_cache import CACHE_FORMAT, LLMCache, key_of
+from harness.served.request_errors import FatalLLMError, LLMError, LLMTimeout, LogprobsUnsupported, RunStopped
+from harness.served.retry import RetryPolicy
+from harness.served.types import ChatOptions, ChatRequest, Message, Messages, Reply, normalize_messages
+from harness.served.usage import Usage
 
 if TYPE_CHECKING:
-    from harness.llm.batch.runner import BatchRunner
+    from harness.served.batch.runner import BatchRunner
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -104,7 +104,7 @@ class Client:
         self.call_log: list[dict[str, Any]] = []
         #: chat options the user chose (spec arguments) that a request's own options do not override
         self.pinned = dict(pinned or {})
-        #: every setting's value and where it came from (:mod:`harness.llm.precedence`), for results.json
+        #: every setting's value and where it came from (:mod:`harness.served.precedence`), for results.json
         self.settings = dict(settings or {})
 
     def __repr__(self) -> str:
@@ -280,10 +280,10 @@ class Client:
         order (a sliding window: call N sees reply N-1), items run in parallel. An item whose ``fn``
         lets an :class:`LLMError` escape holds that error; other exceptions stop the run. In batch
         mode every item runs at once (``max_workers``: at most this many) and their requests go out in
-        rounds (:mod:`harness.llm.batch.rounds`)."""
+        rounds (:mod:`harness.served.batch.rounds`)."""
 
         if self.batch is not None:
-            from harness.llm.batch.rounds import Rounds
+            from harness.served.batch.rounds import Rounds
 
             return Rounds(self._lookup, self._round).run(fn, items, max_workers, on_result)
 
@@ -328,7 +328,7 @@ class Client:
 
     def _round(self, requests: list[Pending]) -> list[Reply | LLMError]:
         """One stage through the batch API (placeholders in a dry run), answers in request order."""
-        from harness.llm.batch.rounds import deliver
+        from harness.served.batch.rounds import deliver
 
         if self.dry_run is not None:
             answers = self._placeholders(requests)

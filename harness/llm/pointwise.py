@@ -27,8 +27,8 @@ from typing import Any, Generic, TypeVar
 
 from harness.concepts.run import Run
 from harness.llm.client import Client
-from harness.llm.errors import LLMError
-from harness.llm.types import ChatRequest, Reply
+from harness.served.request_errors import LLMError
+from harness.served.types import ChatRequest, Reply
 
 V = TypeVar("V")
 

@@ -19,12 +19,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.components.registry import Registry, accepts_parameter
 from harness.concepts.errors import HarnessError, UnknownComponentError
-from harness.llm.cache import LLMCache, llm_cache_dir
 from harness.llm.client import Client
-from harness.llm.dryrun import DryRun
-from harness.llm.endpoint import Endpoint
-from harness.llm.precedence import (
+from harness.llm.providers import builtin_registry
+from harness.llm.spec import ALIASES, COMPAT, LLMSpec, parse_llm_spec
+from harness.runtime.progress import ProgressSettings
+from harness.runtime.redact import redact_url
+from harness.served.dryrun import DryRun
+from harness.served.endpoint import Endpoint
+from harness.served.precedence import (
     ARGUMENT,
     CLIENT_DEFAULT,
     COMPONENT_DEFAULT,
@@ -36,48 +40,31 @@ from harness.llm.precedence import (
     resolve,
     typed_options,
 )
-from harness.llm.pricing import PriceTable
-from harness.llm.retry import RetryPolicy
-from harness.llm.settings import LLMSettings
-from harness.llm.spec import ALIASES, COMPAT, LLMSpec, parse_llm_spec
-from harness.llm.usage import Usage
-from harness.runtime.progress import ProgressSettings
-from harness.runtime.redact import redact_url
+from harness.served.pricing import PriceTable
+from harness.served.reply_cache import LLMCache, llm_cache_dir
+from harness.served.retry import RetryPolicy
+from harness.served.settings import LLMSettings
+from harness.served.usage import Usage
 
 if TYPE_CHECKING:
-    from harness.llm.batch.journal import BatchJournal
-    from harness.llm.batch.runner import BatchRunner
     from harness.llm.providers.replicas import ReplicaSet
-
-
-def builtin_provider_registry() -> Any:
-    """A registry holding only the built-in providers (openai, anthropic, openai-compatible)."""
-    from harness.plugins.builtin import llm_providers
-    from harness.plugins.registry import CORE_DIST, Component, Registry
-
-    registry = Registry()
-
-    def register(name: str, factory: Any, description: str = "") -> None:
-        registry.add(Component("llm_provider", name, factory, description, CORE_DIST))
-
-    llm_providers.register_llm_providers(register=register)
-    return registry
+    from harness.served.batch.journal import BatchJournal
+    from harness.served.batch.runner import BatchRunner
 
 
 class LLMSession:
     """Clients of one evaluation. ``settings``: the defaults (``--llm``, concurrency, cache, dry run,
-    timeouts); ``registry``: where providers are looked up (None: the built-in providers, then every
-    installed plugin's for a name they lack); ``progress``: how client batches report progress."""
+    timeouts); ``registry``: where providers are looked up, the context's (None, a session outside any
+    context: the built-in providers alone, :data:`harness.llm.providers.BUILTIN_PROVIDERS`);
+    ``progress``: how client batches report progress."""
 
-    def __init__(self, settings: LLMSettings | None = None, registry: Any = None,
+    def __init__(self, settings: LLMSettings | None = None, registry: Registry | None = None,
                  progress: ProgressSettings | None = None, stop: threading.Event | None = None) -> None:
         self.settings = settings or LLMSettings()
         #: set by whoever runs this session's evaluation (a suite waiting on its tasks together):
         #: batch waits then stop at once with :class:`BatchPending`, leaving the batches in the journal
         self.stop = stop
-        self._registry = registry
-        self._builtin: Any = None
-        self._installed: Any = None
+        self._registry = registry if registry is not None else builtin_registry()
         self.progress = progress
         self._lock = threading.Lock()
         self._clients: dict[tuple, Client] = {}
@@ -94,9 +81,9 @@ class LLMSession:
     # -- precedence ---------------------------------------------------------------------------
     @contextmanager
     def component_args(self, typed: Mapping[str, object]) -> Iterator[None]:
-        """While a component is built from its spec (:meth:`harness.plugins.registry.Registry.build`):
+        """While a component is built from its spec (:meth:`harness.components.registry.Registry.build`):
         the arguments the user typed in it. A chat option the component passes to :meth:`client` is then
-        the ``component spec``'s when typed, else a ``component default`` (harness.llm.precedence)."""
+        the ``component spec``'s when typed, else a ``component default`` (harness.served.precedence)."""
         stack = self._building.__dict__.setdefault("stack", [])
         stack.append(frozenset(typed))
         try:
@@ -138,24 +125,13 @@ class LLMSession:
         return out
 
     # -- pieces ------------------------------------------------------------------------------
-    def registry(self, provider: str | None = None) -> Any:
-        """The registry providers come from: the one given, else the built-in providers, else (for a
-        provider they lack) every installed plugin's."""
-        if self._registry is not None:
-            return self._registry
-        if self._builtin is None:
-            self._builtin = builtin_provider_registry()
-        if provider is None or provider in self._builtin.components["llm_provider"]:
-            return self._builtin
-        if self._installed is None:
-            from harness.plugins.host import PluginHost
-
-            self._installed = PluginHost().registry
-        return self._installed
+    def registry(self) -> Registry:
+        """Where providers come from: the context's registry, or the built-in providers alone."""
+        return self._registry
 
     def resolve_provider(self, spec: LLMSpec, *, require_key: bool = True) -> Any:
         """Create the provider a spec names (kind ``llm_provider``), with the session's timeouts."""
-        registry = self.registry(spec.provider)
+        registry = self._registry
         known = set(registry.names("llm_provider"))
         if spec.provider not in known:
             raise UnknownComponentError("llm_provider", spec.provider, known | set(ALIASES))
@@ -163,12 +139,10 @@ class LLMSession:
         kwargs: dict[str, Any] = {"model": spec.model, "require_key": require_key, **spec.provider_args}
         if spec.base_url:
             kwargs["base_url"] = spec.base_url
-        for name in ("timeout", "connect_timeout"):  # the spec's, else the settings' (harness.llm.precedence)
+        for name in ("timeout", "connect_timeout"):  # the spec's, else the settings' (harness.served.precedence)
             got = resolve(name, [(LLM_SPEC, spec.provider_args), *self._settings_layers(name)])
             if got.source != CLIENT_DEFAULT and got.value is not None:
                 kwargs[name] = got.value
-        from harness.plugins.registry import accepts_parameter
-
         if accepts_parameter(component.factory, "cache_dir"):  # a provider keeping files (a model) in the cache root
             kwargs.setdefault("cache_dir", self.settings.cache_dir)
         try:
@@ -194,7 +168,7 @@ class LLMSession:
 
     def journal(self, cache: LLMCache) -> BatchJournal:
         """The batch journal beside ``cache`` (``<cache>/batches.db``), one per folder."""
-        from harness.llm.batch.journal import FILENAME, BatchJournal
+        from harness.served.batch.journal import FILENAME, BatchJournal
 
         path = cache.path / FILENAME
         with self._lock:
@@ -205,7 +179,7 @@ class LLMSession:
     def batch_runner(self, client: Client) -> BatchRunner:
         """The batch side of ``client`` (``--llm-batch``): its provider's batch API, the journal beside
         its cache, the settings' waiting, polling and resend rules."""
-        from harness.llm.batch.runner import BatchRunner
+        from harness.served.batch.runner import BatchRunner
 
         api = getattr(client.provider, "batch_api", lambda: None)()
         if api is None:
@@ -343,7 +317,7 @@ class LLMSession:
         return replicas, self.endpoint(replicas, max_concurrency * len(members), members)
 
     def add_client(self, client: Any) -> None:
-        """Count another kind of client (an :class:`~harness.llm.embeddings.EmbeddingClient`, a rerank
+        """Count another kind of client (an :class:`~harness.llm.embedding_client.EmbeddingClient`, a rerank
         client: anything with ``usage``) in this session's usage, so the failure policy sees its failures."""
         with self._lock:
             if client not in self._all:
@@ -391,8 +365,8 @@ def endpoint_identity(provider: Any) -> dict[str, Any]:
             "model": provider.model, "base_url": url}
 
 
-def get_client(spec: str | LLMSpec | None = None, *, settings: LLMSettings | None = None, registry: Any = None,
-               **kwargs: Any) -> Client:
+def get_client(spec: str | LLMSpec | None = None, *, settings: LLMSettings | None = None,
+               registry: Registry | None = None, **kwargs: Any) -> Client:
     """A client in a session of its own, for code outside an evaluation (components get theirs from
     ``context.llm.client(...)``): ``get_client("openai:gpt-4o-mini", cache_dir=tmp, temperature=0)``.
     ``kwargs`` are :meth:`LLMSession.client`'s."""

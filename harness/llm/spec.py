@@ -12,7 +12,7 @@
 The model is everything between the provider and the first ``key=value`` segment, so model names may
 contain ``:`` (``ollama:llama3:8b``, ``openai:ft:gpt-4o-mini:org::id``). Arguments that are chat
 options (``temperature``, ``max_tokens``, ...) beat the components' defaults (``max_tokens=0``: no cap;
-:mod:`harness.llm.precedence`); ``max_concurrency`` sets
+:mod:`harness.served.precedence`); ``max_concurrency`` sets
 the client's bound; the rest go to the provider (``base_url``, ``api_key_env``, ``timeout``).
 An API key never goes in a spec (specs are written to results): use ``api_key_env=VAR``.
 """
@@ -25,10 +25,10 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from harness.components.component_spec import parse_args, split_top
 from harness.concepts.errors import HarnessError
-from harness.llm.types import ChatOptions
-from harness.plugins.component_spec import _split_top, parse_args
 from harness.runtime.redact import redact_url
+from harness.served.types import ChatOptions
 
 COMPAT = "openai-compatible"
 ALIASES: Mapping[str, tuple[str, str | None]] = MappingProxyType({
@@ -74,7 +74,7 @@ def parse_llm_spec(text: str) -> LLMSpec:
     text = text.strip()
     if not text:
         raise HarnessError("empty LLM spec; expected provider:model, e.g. openai:gpt-4o-mini")
-    segments = _split_top(text, ":")
+    segments = split_top(text, ":")
     first_arg = next((i for i, s in enumerate(segments) if "=" in s), len(segments))
     path, args = segments[:first_arg], parse_args(":".join(segments[first_arg:]))
     if "api_key" in args:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from harness.components.component_spec import parse_spec
+from harness.components.registry import Registry
 from harness.concepts.errors import HarnessError, UnknownComponentError
 from harness.metrics.names import MAX_NAME_CHARS, STANDARD_ALIASES, check_cutoff
-from harness.plugins.component_spec import parse_spec
-from harness.plugins.registry import Registry
 
 _AT_K = re.compile(r"(?P<family>.+)@(?P<k>[+-]?[0-9]+)")
 

@@ -3,7 +3,7 @@ callable; ``factory`` is called only when the component is used, so it must impo
 dependencies (torch, an SDK) inside its body, never at module level.
 
 The seven component hooks (``register_datasets`` ... ``register_llm_providers``) are made from
-:data:`harness.plugins.kinds.KIND_TABLE`, one per kind, with the kind's name and documentation;
+:data:`harness.components.kinds.KIND_TABLE`, one per kind, with the kind's name and documentation;
 ``register_commands`` is written out here. Documented, with an example each, in
 ``docs/plugin_hooks.md``; a test fails when a hook lacks docs.
 """
@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import pluggy
 
-from harness.plugins.kinds import KIND_TABLE, Kind
+from harness.components.kinds import KIND_TABLE, Kind
 
 PROJECT = "harness"
 hookspec = pluggy.HookspecMarker(PROJECT)

@@ -23,11 +23,12 @@ from typing import Any
 
 import pluggy
 
+from harness.components.kinds import HOOK_KIND
+from harness.components.registry import Component, Registry
 from harness.concepts.errors import PluginError
 from harness.plugins import hookspecs
 from harness.plugins.builtin import BUILTIN_MODULES
-from harness.plugins.kinds import HOOK_KIND
-from harness.plugins.registry import CORE_DIST, Component, Registry
+from harness.runtime.about import CORE_DIST, core_version
 
 ENTRY_POINT_GROUP = "harness"
 
@@ -61,15 +62,6 @@ def _env_list(env: Mapping[str, str], name: str) -> set[str] | None:
 
 def _flag(env: Mapping[str, str], name: str) -> bool:
     return env.get(name, "").lower() in ("1", "true", "yes")
-
-
-def _core_version() -> str:
-    try:
-        return metadata.version(CORE_DIST)
-    except metadata.PackageNotFoundError:
-        from harness import __version__
-
-        return __version__
 
 
 class PluginHost:
@@ -106,7 +98,7 @@ class PluginHost:
 
         info = next((p for p in self.plugins if p.name == CORE_DIST), None)
         if info is None:
-            info = PluginInfo(CORE_DIST, CORE_DIST, _core_version())
+            info = PluginInfo(CORE_DIST, CORE_DIST, core_version())
             self.plugins.append(info)
         try:
             module = importlib.import_module(module_name)
@@ -209,12 +201,12 @@ class PluginHost:
         host.registry = registry
         host._info_by_plugin = {}
         sources = sorted({c.source for kind in registry.components for c in registry.all(kind)})
-        host.plugins = [PluginInfo(s, s, _core_version() if s == CORE_DIST else _dist_version(s)) for s in sources]
+        host.plugins = [PluginInfo(s, s, core_version() if s == CORE_DIST else _dist_version(s)) for s in sources]
         return host
 
     def versions(self) -> dict[str, str]:
         """Versions of the core, each loaded plugin's distribution and key libraries, for results."""
-        out = {CORE_DIST: _core_version(), "python": sys.version.split()[0]}
+        out = {CORE_DIST: core_version(), "python": sys.version.split()[0]}
         for p in self.plugins:
             if p.distribution != CORE_DIST:
                 out[p.distribution] = p.version

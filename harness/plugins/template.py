@@ -2,7 +2,7 @@
 
 The scaffolds are real files under ``templates/`` (linted by ruff with the rest of the code):
 ``_shared/`` (``pyproject.toml``, ``README.md``, ``tests/conftest.py``) and one folder per scaffold
-kind of :data:`~harness.plugins.kinds.KIND_TABLE` (the package and its test module; its
+kind of :data:`~harness.components.kinds.KIND_TABLE` (the package and its test module; its
 ``_readme.toml`` fills the README's ``@WHAT@`` and ``@USAGE@``). Rendering replaces the tokens
 ``plugin-name`` (the component name), ``plugin_name`` (in ``harness_plugin_name``, the package) and
 ``PLUGIN_NAME`` (an LLM provider's variables), and writes ``_helpers.py`` below its marker in place
@@ -17,8 +17,8 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
+from harness.components.kinds import KIND_TABLE, Kind, kind_named
 from harness.concepts.errors import HarnessError
-from harness.plugins.kinds import KIND_TABLE, Kind, kind_named
 
 KINDS: tuple[str, ...] = tuple(k.cli_name for k in KIND_TABLE if k.scaffold)
 _TOKENS = re.compile(r"plugin-name|plugin_name|PLUGIN_NAME")

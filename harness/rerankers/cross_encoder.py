@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from harness.concepts.errors import HarnessError
-from harness.rerankers.base import ModelReranker
+from harness.rerankers.model_base import ModelReranker
 
 ACTIVATIONS = ("default", "identity", "sigmoid", "log-softmax")
 PRESETS: Mapping[str, dict[str, Any]] = MappingProxyType({
@@ -32,7 +32,7 @@ PRESETS: Mapping[str, dict[str, Any]] = MappingProxyType({
 
 class CrossEncoderReranker(ModelReranker):
     """``cross-encoder[:model=...,preset=...,activation=...]``; see the module docstring. Other options:
-    :class:`~harness.rerankers.base.ModelReranker`'s."""
+    :class:`~harness.rerankers.model_base.ModelReranker`'s."""
 
     default_model = PRESETS["ms-marco-minilm"]["model"]
     label = "cross-encoder"

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from harness.concepts.errors import HarnessError
-from harness.rerankers.base import ModelReranker
+from harness.rerankers.model_base import ModelReranker
 
 TEMPLATE = "Query: {query} Document: {document} Relevant:"
 #: pygaggle's ``prediction_tokens`` (false, true) by checkpoint

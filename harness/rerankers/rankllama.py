@@ -25,7 +25,8 @@ import numpy as np
 from harness.concepts.document import Document
 from harness.concepts.errors import HarnessError
 from harness.concepts.query import Query
-from harness.rerankers.base import ModelReranker
+from harness.rerankers.model_base import ModelReranker
+from harness.runtime import weights
 
 
 class RankLlamaReranker(ModelReranker):
@@ -61,10 +62,8 @@ class RankLlamaReranker(ModelReranker):
         return base
 
     def extra_identity(self) -> dict[str, Any]:
-        from harness.retrievers.dense.model import fingerprint_dir
-
         return {"base_model": Path(self.base_model).name if Path(self.base_model).is_dir() else self.base_model,
-                "base_fingerprint": fingerprint_dir(self._base_folder())}
+                "base_fingerprint": weights.fingerprint_dir(self._base_folder())}
 
     def settings(self) -> dict[str, Any]:
         return {**super().settings(), "format": ["query: {query}", "document: {title} {text}</s>"],
@@ -72,7 +71,7 @@ class RankLlamaReranker(ModelReranker):
 
     def _base_folder(self) -> Path:
         if self.base_dir is None:
-            self.base_dir = self.download(self.base_model)
+            self.base_dir = weights.download(self.base_model, self.revision, self.label)
         return self.base_dir
 
     def pair(self, query: Query, doc: Document) -> tuple[str, str]:

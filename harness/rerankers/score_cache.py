@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.concepts.context import ComponentContext
-from harness.retrievers.dense.cache import EmbeddingCache, text_key
+from harness.concepts.component_context import ComponentContext
+from harness.retrievers.dense.embedding_cache import EmbeddingCache, text_key
 
 
 def default_scores_dir(context: ComponentContext | None = None) -> Path:

@@ -22,7 +22,7 @@ import numpy as np
 from harness.concepts.document import Document
 from harness.concepts.errors import HarnessError
 from harness.concepts.query import Query
-from harness.rerankers.base import ModelReranker
+from harness.rerankers.model_base import ModelReranker
 
 
 def truncate_longest_first(a: list[int], b: list[int], remove: int) -> tuple[list[int], list[int]]:

@@ -34,12 +34,13 @@ from typing import Any
 
 import numpy as np
 
-from harness.concepts.context import ComponentContext
+from harness.concepts.component_context import ComponentContext
 from harness.concepts.document import Document
 from harness.concepts.errors import HarnessError
 from harness.concepts.query import Query
 from harness.concepts.run import Run
-from harness.rerankers.base import ModelReranker, candidate_pairs, rank
+from harness.context import Context
+from harness.rerankers.model_base import ModelReranker, candidate_pairs, rank
 
 TEMPLATES: Mapping[str, str] = MappingProxyType({
     "llama": "Determine if the following document is relevant to the query (true/false).\n\n"
@@ -97,18 +98,13 @@ class LLMTrueFalse:
         if isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int) or not 2 <= top_logprobs <= 20:
             raise HarnessError(f"true-false: top_logprobs must be an integer from 2 to 20, not {top_logprobs!r}")
         self.top_logprobs = top_logprobs
-        if context is not None and getattr(context, "llm", None) is not None:
-            self.client = context.llm.client(llm, temperature=0)
-        else:
-            from harness.llm import get_client
-
-            if llm is None:
-                raise HarnessError("true-false: pass llm=SPEC (e.g. llm=local) or model=ID for transformers")
-            self.client = get_client(llm, temperature=0)
+        if context is None and llm is None:
+            raise HarnessError("true-false: pass llm=SPEC (e.g. llm=local) or model=ID for transformers")
+        self.client = Context.of(context).llm.client(llm, temperature=0)
         self.scorer = PointwiseScorer(self.client)
 
     def request(self, text: str, tokens: Sequence[str]) -> dict[str, Any]:
-        from harness.llm.types import user
+        from harness.served.types import user
 
         return {"messages": [user(text)], "max_tokens": 1, "temperature": 0, "logprobs": True,
                 "top_logprobs": self.top_logprobs,

@@ -13,11 +13,11 @@ from harness.concepts.judgment import Judgments
 from harness.concepts.run import Run
 from harness.concepts.task import Task
 from harness.concepts.uncertainty import Uncertainty
+from harness.results.layout import RESULTS, member_folder
+from harness.runtime.about import __version__
 
 
 def _header() -> dict[str, Any]:
-    from harness import __version__
-
     return {"harness_version": __version__, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
@@ -47,7 +47,7 @@ class EvalResult:
     timings: dict[str, float] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
     command: list[str] | None = None
-    llm_failures: dict[str, Any] = field(default_factory=dict)  # harness.llm.failures.failure_report
+    llm_failures: dict[str, Any] = field(default_factory=dict)  # harness.served.failure_policy.failure_report
     uncertainty: dict[str, Uncertainty] = field(default_factory=dict)
     metric_details: dict[str, float] = field(default_factory=dict)
     metric_notes: dict[str, str] = field(default_factory=dict)
@@ -135,7 +135,7 @@ class EvalResult:
             "versions": self.versions or first.versions,
             "tasks": {name: {"metrics": r.metrics, "uncertainty": uncertainty_dict(r.uncertainty),
                              "metric_details": r.metric_details, "metric_notes": r.metric_notes,
-                             "results": f"{name.replace(':', '_')}/results.json",
+                             "results": f"{member_folder(name)}/{RESULTS}",
                              "dataset": r.dataset_dict()} for name, r in self.members.items()},
             "metrics": self.metrics,
             "uncertainty": {},

@@ -1,4 +1,5 @@
-"""The results contract: writing and reading results folders.
+"""The results contract: reading results folders (their layout, and writing them, is
+:mod:`harness.results.layout`).
 
 A folder holds ``results.json``, ``per_query.jsonl``, one TREC run file per mode and
 ``judgments.jsonl`` when a judge ran (a suite's folder: its ``results.json`` and one such folder
@@ -13,122 +14,20 @@ the metric they qualify, counts (``_queries``, ``_queries_skipped``, ``_position
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
-import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.concepts.errors import HarnessError
 from harness.concepts.uncertainty import Uncertainty
-from harness.results import folder as files_in
-from harness.runtime.redact import redact_url
-
-if TYPE_CHECKING:
-    from harness.results.result import EvalResult
-
-#: the version ``write_results`` writes; files without ``schema_version`` are version 1
-SCHEMA_VERSION = 2
-
-
-def _clean(value: Any) -> Any:
-    """JSON has no NaN: write it as null. Credentials a user put in a URL (``http://u:KEY@host``)
-    are masked wherever they appear (a spec, the command line, a base URL)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, str):
-        return redact_url(value)
-    if isinstance(value, dict):
-        return {(redact_url(k) if isinstance(k, str) else k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
-
-
-def prepare_output(output: str | Path, overwrite: bool = False, members: Sequence[str] = ()) -> Path:
-    """Make sure results can be written to ``output`` before any work is done: create the folder,
-    write and delete a probe file, and refuse a folder that already holds results (``results.json``,
-    or ``<member>/results.json`` for a suite's ``members``) unless ``overwrite``.
-
-    Raises :class:`HarnessError` naming the folder and the reason."""
-    out = Path(output)
-    try:
-        if out.exists() and not out.is_dir():
-            raise HarnessError(f"--output {out} exists and is not a folder; give a folder path")
-        if not overwrite:
-            held = [p for p in (out / "results.json", *(out / m.replace(":", "_") / "results.json" for m in members))
-                    if p.is_file()]
-            if held:
-                raise HarnessError(
-                    f"--output {out} already holds results ({held[0]}"
-                    + (f" and {len(held) - 1} more" if len(held) > 1 else "")
-                    + "); pass --overwrite (overwrite=True in Python) to replace them, or choose another folder"
-                )
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise HarnessError(f"cannot create the output folder {out}: {exc.strerror or exc}") from exc
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".harness-write-probe-", dir=out)
-        try:
-            os.write(fd, b"probe\n")
-        finally:
-            os.close(fd)
-            os.unlink(probe)
-    except OSError as exc:
-        raise HarnessError(f"cannot write to the output folder {out}: {exc.strerror or exc}") from exc
-    return out
-
-
-def write_results(result: EvalResult, output: str | Path) -> Path:
-    from harness.formats.trec import write_run
-
-    out = Path(output)
-    out.mkdir(parents=True, exist_ok=True)
-    data = {"schema_version": SCHEMA_VERSION, **result.to_dict()}
-    files: dict[str, str] = {}
-    for mode, run in result.runs.items():
-        name = "run.trec" if len(result.runs) == 1 else f"run.{mode}.trec"
-        write_run(run, out / name, tag=run.name)
-        files[f"run[{mode}]"] = name
-    for mode, run in result.first_stage_runs.items():  # what each stage did to a query (harness view)
-        name = "run.first_stage.trec" if len(result.runs) == 1 else f"run.first_stage.{mode}.trec"
-        write_run(run, out / name, tag=run.name)
-        files[f"first_stage[{mode}]"] = name
-    with open(out / "per_query.jsonl", "w", encoding="utf-8") as fh:
-        for qid, values in result.per_query.items():
-            fh.write(json.dumps(_clean({"query_id": qid, **values}), ensure_ascii=False) + "\n")
-    files["per_query"] = "per_query.jsonl"
-    if result.judgments:
-        with open(out / "judgments.jsonl", "w", encoding="utf-8") as fh:
-            for mode, js in result.judgments.items():
-                for j in js.values():
-                    row = {"mode": mode, "query_id": j.query_id, "doc_id": j.doc_id, "score": j.score,
-                           "details": j.details}
-                    fh.write(json.dumps(_clean(row), ensure_ascii=False, default=str) + "\n")
-        files["judgments"] = "judgments.jsonl"
-    data["files"] = files
-    tmp = out / "results.json.tmp"
-    tmp.write_text(json.dumps(_clean(data), indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    tmp.replace(out / "results.json")
-    return out / "results.json"
-
-
-def write_suite_results(result: EvalResult, output: str | Path) -> Path:
-    """A suite's own results.json (its members' folders are written by their evaluations)."""
-    out = Path(output)
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / "results.json.tmp"
-    data = {"schema_version": SCHEMA_VERSION, **result.to_dict()}
-    tmp.write_text(json.dumps(_clean(data), indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    tmp.replace(out / "results.json")
-    return out / "results.json"
-
+from harness.formats import bounded as files_in
+from harness.results.layout import PER_QUERY, RESULTS, SCHEMA_VERSION, member_folder
 
 # ---------------------------------------------------------------------------------------------- reading
 
@@ -260,10 +159,10 @@ def _check_files(where: str, value: Any) -> None:
         files_in.relative_name(name, where, f"files[{key!r}]")
 
 
-def validate(data: Any, where: str = "results.json") -> None:
+def validate(data: Any, where: str = RESULTS) -> None:
     """Check a results.json object (current schema) field by field; :class:`HarnessError` names the
     first problem. File names (``files``, a suite's ``tasks[...]["results"]``) must be relative and
-    stay inside the folder (see :mod:`harness.results.folder`)."""
+    stay inside the folder (see :mod:`harness.formats.bounded`)."""
     if not isinstance(data, dict):
         raise HarnessError(f"{where}: a results.json holds a JSON object, not {type(data).__name__}")
     if data.get("schema_version") != SCHEMA_VERSION:
@@ -353,7 +252,7 @@ class StoredResults:
 
     def check_files(self) -> None:
         """Every file ``files`` names that exists lies inside the folder, is a regular file and is
-        within its size bound (:mod:`harness.results.folder`); nothing is opened."""
+        within its size bound (:mod:`harness.formats.bounded`); nothing is opened."""
         for key, name in (self.data.get("files") or {}).items():
             files_in.check_inside(self.folder, self.folder / name, str(self.path), f"files[{key!r}]",
                                   must_exist=False)
@@ -366,7 +265,7 @@ class StoredResults:
         """qid -> name -> value from ``per_query.jsonl`` (a missing file, a row without a query id or
         a query id twice is an error); values that are not numbers read as None, and a version-1
         file's non-metric names are left out."""
-        name = (self.data.get("files") or {}).get("per_query", "per_query.jsonl")
+        name = (self.data.get("files") or {}).get("per_query", PER_QUERY)
         rows = read_per_query(self.folder / name, self.folder, str(self.path), "files['per_query']")
         if self.source_version < 2:
             rows = {q: {k: v for k, v in row.items() if v1_non_metric(k) is None} for q, row in rows.items()}
@@ -376,7 +275,7 @@ class StoredResults:
         """A suite's members: task -> its results.json."""
         out = {}
         for task, entry in (self.data.get("tasks") or {}).items():
-            out[task] = self.folder / (entry.get("results") or f"{task.replace(':', '_')}/results.json")
+            out[task] = self.folder / (entry.get("results") or f"{member_folder(task)}/{RESULTS}")
         return out
 
     def members(self) -> dict[str, StoredResults]:
@@ -395,11 +294,11 @@ def read_results(path: str | Path) -> StoredResults:
     Raises :class:`HarnessError` when the file is missing, not JSON, invalid, or written by a newer
     schema than this harness knows. The folder is untrusted: ``results.json`` and every file it names
     must lie inside it, be regular files and stay within the size bounds of
-    :mod:`harness.results.folder`."""
+    :mod:`harness.formats.bounded`."""
     p = Path(path)
     given_file = p.name.endswith(".json") and not p.is_dir()
     if not given_file:
-        p = p / "results.json"
+        p = p / RESULTS
     if not (p.exists() or p.is_symlink()):
         raise HarnessError(f"{path}: no results.json (give a folder written by `harness eval -o`)")
     # a results.json found in a folder must stay inside it; a file the user names is theirs
@@ -410,7 +309,7 @@ def _read(p: Path, root: Path, inside: bool = True) -> StoredResults:
     where = str(p)
     if not inside:
         root = Path(os.path.realpath(p)).parent
-    data = files_in.loads(files_in.read_bytes(root, p, where, "results.json", files_in.MAX_RESULTS_JSON), where)
+    data = files_in.loads(files_in.read_bytes(root, p, where, RESULTS, files_in.MAX_RESULTS_JSON), where)
     if not isinstance(data, dict):
         raise HarnessError(f"{p}: a results.json holds a JSON object, not {type(data).__name__}")
     version = data.get("schema_version", 1)
@@ -436,9 +335,9 @@ def _read(p: Path, root: Path, inside: bool = True) -> StoredResults:
 
 
 def read_per_query(path: str | Path, root: str | Path | None = None, where: str | None = None,
-                   field: str = "per_query.jsonl") -> dict[str, dict[str, float | None]]:
+                   field: str = PER_QUERY) -> dict[str, dict[str, float | None]]:
     """``per_query.jsonl``: qid -> name -> value (non-numbers read as None), read inside ``root``
-    (default: the file's folder) under the rules of :mod:`harness.results.folder`. A missing or empty
+    (default: the file's folder) under the rules of :mod:`harness.formats.bounded`. A missing or empty
     file, a row that is not an object with a text ``query_id``, or a query id on two rows is an error
     naming the file and line (``where`` and ``field``: the results.json and field that name it)."""
     p = Path(path)

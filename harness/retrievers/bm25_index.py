@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 
 from harness.concepts.errors import DataError, HarnessError
+from harness.formats.bounded import loads
 from harness.formats.npy import HashingWriter, check_array_file, file_sha256, open_regular
-from harness.results.folder import loads
 
 FORMAT = 1
 KIND = "harness-bm25-index"
@@ -201,7 +201,7 @@ def _show(value: Any) -> str:
 def _read_json(folder: Path, name: str, limit: int) -> Any:
     """``folder/name``: a regular file (never a link, a FIFO or a device: see
     :func:`~harness.formats.npy.open_regular`) of at most ``limit`` bytes, UTF-8 JSON with bounded
-    nesting and integers and no repeated key (:func:`harness.results.folder.loads`)."""
+    nesting and integers and no repeated key (:func:`harness.formats.bounded.loads`)."""
     path = folder / name
     try:
         with open_regular(path, links=False) as fh:

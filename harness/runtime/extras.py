@@ -33,8 +33,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from harness.concepts.errors import DataError, HarnessError
-
-CORE_DIST = "harness-ir"
+from harness.runtime.about import CORE_DIST
 
 #: extra -> what it installs (module to look for, distribution to name in the message)
 EXTRAS: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({

@@ -45,8 +45,8 @@ _EXPORTS = MappingProxyType({
     "LlamaServer": "harness.testing.llama",
     "CountingProxy": "harness.testing.proxy",
     # the Hugging Face Hub
-    "HubServer": "harness.testing.hub",
-    "parquet_bytes": "harness.testing.hub",
+    "HubServer": "harness.testing.hub_server",
+    "parquet_bytes": "harness.testing.hub_server",
 })
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
         require_data,
         shared_data_dir,
     )
-    from harness.testing.hub import HubServer, parquet_bytes  # noqa: F401
+    from harness.testing.hub_server import HubServer, parquet_bytes  # noqa: F401
     from harness.testing.llama import LlamaServer  # noqa: F401
     from harness.testing.llm_server import ScriptedReply, TestServer, last_user_text  # noqa: F401
     from harness.testing.proxy import CountingProxy  # noqa: F401

@@ -73,9 +73,9 @@ def isolated_context(cache_dir: str | Path, *, registry: Any = None, data_dir: s
     waits), no progress output, and the LLM settings given (``llm=``, ``dry_run=``, ``timeout=``...).
     ``registry``: the components to use (default: the installed plugins)."""
     from harness.context import Context
-    from harness.llm.retry import RetryPolicy
-    from harness.llm.settings import LLMSettings
     from harness.runtime.progress import ProgressSettings
+    from harness.served.retry import RetryPolicy
+    from harness.served.settings import LLMSettings
 
     settings = LLMSettings(retry=RetryPolicy.fast()).merged(**llm_settings)
     return Context.create(registry=registry, cache_dir=cache_dir, data_dir=data_dir, llm=settings,

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.results.layout import PER_QUERY, RESULTS, SCHEMA_VERSION, member_folder, run_name
+
 
 def _standard_error(vals: list[float]) -> float | None:
     if len(vals) < 2:
@@ -39,22 +41,23 @@ def write_results_folder(folder: str | Path, task: str, per_query: Mapping[str, 
                               "method": "standard error of the mean over queries"}
     files = {}
     for mode in modes:
-        fname = "run.trec" if len(modes) == 1 else f"run.{mode}.trec"
+        fname = run_name(mode, len(modes))
         with open(out / fname, "w", encoding="utf-8") as fh:
             for q in per_query:
                 for r in range(1, rankings + 1):
                     fh.write(f"{q} Q0 {q}-{mode}-d{r} {r} {1.0 / r:.6f} {retriever}\n")
         files[f"run[{mode}]"] = fname
-    with open(out / "per_query.jsonl", "w", encoding="utf-8") as fh:
+    with open(out / PER_QUERY, "w", encoding="utf-8") as fh:
         for q, row in per_query.items():
             fh.write(json.dumps({"query_id": q, **row}) + "\n")
-    files["per_query"] = "per_query.jsonl"
-    results = {"schema_version": 2, "harness_version": "synthetic", "task": {"name": task, "metrics": names},
+    files["per_query"] = PER_QUERY
+    results = {"schema_version": SCHEMA_VERSION, "harness_version": "synthetic",
+               "task": {"name": task, "metrics": names},
                "components": {"retriever": {"spec": retriever, "name": retriever}},
                "dataset": {"name": task, "modes": list(modes), "n_queries": {m: len(per_query) for m in modes}},
                "metrics": metrics, "uncertainty": uncertainty, "metric_details": dict(details or {}),
                "timings": {"total": 1.0}, "usage": usage or {}, "files": files}
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    (out / RESULTS).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return out
 
 
@@ -65,13 +68,13 @@ def write_suite_folder(folder: str | Path, suite: str, members: Mapping[str, Map
     tasks = {}
     member_metrics = []
     for task, per_query in members.items():
-        sub = out / task.replace(":", "_")
+        sub = out / member_folder(task)
         write_results_folder(sub, task, per_query, **kwargs)
-        written = json.loads((sub / "results.json").read_text())
+        written = json.loads((sub / RESULTS).read_text())
         m = written["metrics"]
         member_metrics.append(m)
         tasks[task] = {"metrics": m, "uncertainty": written["uncertainty"], "metric_details": written["metric_details"],
-                       "results": f"{task.replace(':', '_')}/results.json"}
+                       "results": f"{member_folder(task)}/{RESULTS}"}
     names: list[str] = []
     for m in member_metrics:
         names += [k for k in m if k not in names]
@@ -79,11 +82,12 @@ def write_suite_folder(folder: str | Path, suite: str, members: Mapping[str, Map
     for n in names:
         vals = [m[n] for m in member_metrics if m.get(n) is not None]
         means[n] = sum(vals) / len(vals) if vals else None
-    results = {"schema_version": 2, "harness_version": "synthetic", "task": {"name": suite, "tasks": list(members)},
+    results = {"schema_version": SCHEMA_VERSION, "harness_version": "synthetic",
+               "task": {"name": suite, "tasks": list(members)},
                "components": {"retriever": {"spec": kwargs.get("retriever", "synthetic")}},
                "tasks": tasks, "metrics": means, "uncertainty": {}, "metric_details": {},
                "aggregation": "unweighted mean over member tasks"}
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    (out / RESULTS).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return out
 
 

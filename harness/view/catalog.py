@@ -2,7 +2,7 @@
 
 Each folder given is a results folder (``results.json``) or a folder of them (its sub-folders that
 hold one); a suite's members are runs of their own. Every file is read through
-:func:`harness.results.store.read_results` and :mod:`harness.results.folder` (inside the folder,
+:func:`harness.results.store.read_results` and :mod:`harness.formats.bounded` (inside the folder,
 regular files, bounded sizes, validated JSON): URLs never name a path, only a run id this module
 gave and a query id looked up in the run's own files."""
 
@@ -13,20 +13,18 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from harness.compare.runs import System
 from harness.concepts.errors import HarnessError
-from harness.results import folder as files_in
+from harness.formats import bounded as files_in
+from harness.results.layout import RESULTS, VIEW_FILES, first_stage_name
 from harness.results.store import StoredResults, read_results
 from harness.results.table import metrics_table
 from harness.view import rows as rows_of
 
 #: queries per file of the static bundle's per-query data
 CHUNK = 100
-#: optional per-query files a results folder may hold (``files`` key -> default name)
-OPTIONAL_FILES = MappingProxyType({"queries": "queries.jsonl", "qrels": "qrels.jsonl", "llm_calls": "llm_calls.jsonl"})
 
 
 def _num(v: Any) -> float | None:
@@ -64,7 +62,7 @@ class RunEntry:
 
 
 def _is_results_folder(p: Path) -> bool:
-    return (p / "results.json").exists() or (p / "results.json").is_symlink()
+    return (p / RESULTS).exists() or (p / RESULTS).is_symlink()
 
 
 def _inside(root: Path, p: Path) -> bool:
@@ -187,7 +185,7 @@ class Catalog:
     def _optional(self, r: RunEntry, key: str) -> Path | None:
         """An optional per-query file of the folder (named in ``files`` or by its default name), checked
         inside the folder; None when absent."""
-        name = (r.data.get("files") or {}).get(key) or OPTIONAL_FILES[key]
+        name = (r.data.get("files") or {}).get(key) or VIEW_FILES[key]
         files_in.relative_name(name, str(r.stored.path), f"files[{key!r}]")
         path = r.folder / name
         return path if files_in.check_inside(r.folder, path, str(r.stored.path), f"files[{key!r}]",
@@ -201,7 +199,7 @@ class Catalog:
         out: dict[str, Path] = {}
         for mode in modes:
             key = f"first_stage[{mode}]"
-            name = files.get(key) or ("run.first_stage.trec" if len(modes) == 1 else f"run.first_stage.{mode}.trec")
+            name = files.get(key) or first_stage_name(mode, len(modes))
             p = r.folder / files_in.relative_name(name, str(r.stored.path), f"files[{key!r}]")
             if files_in.check_inside(r.folder, p, str(r.stored.path), f"files[{key!r}]", must_exist=False):
                 out[f"first_stage[{mode}]"] = p
@@ -319,9 +317,9 @@ class Catalog:
         return self._reader(held)
 
     def _reader(self, folder: Path) -> tuple[Any, str | None]:
-        """One read-only reader per cache folder (:class:`harness.llm.cache_rows.CacheReader`: nothing is
+        """One read-only reader per cache folder (:class:`harness.served.cache_rows.CacheReader`: nothing is
         created or changed there), or the note saying why none."""
-        from harness.llm.cache_rows import CacheReader, ForeignCacheError
+        from harness.served.cache_rows import CacheReader, ForeignCacheError
 
         real = os.path.realpath(folder)
         with self._readers_lock:

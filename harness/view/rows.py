@@ -1,7 +1,7 @@
 """The rows of the files ``harness view`` reads beside a run's results, type-checked field by field.
 
 ``queries.jsonl``, ``qrels.jsonl``, ``llm_calls.jsonl`` and ``judgments.jsonl`` are read inside the
-results folder by :mod:`harness.results.folder` (regular files, bounded sizes, bounded JSON); each row
+results folder by :mod:`harness.formats.bounded` (regular files, bounded sizes, bounded JSON); each row
 must then be an object whose fields have the types of :data:`SCHEMAS` (ids are text, an integer read
 as its digits as in ``per_query.jsonl``; grades numbers in the range of
 :func:`harness.concepts.qrels.grade_problem`; ...), and a row may not repeat the key of an earlier
@@ -20,8 +20,8 @@ from typing import Any
 
 from harness.concepts.errors import HarnessError
 from harness.concepts.qrels import grade_problem
+from harness.formats import bounded as files_in
 from harness.formats.grades import strict_number
-from harness.results import folder as files_in
 
 #: an LLM cache key (a sha256 in hex)
 CACHE_KEY = re.compile(r"[0-9a-f]{64}", re.ASCII)
@@ -119,7 +119,7 @@ def _objects(v: Any) -> Any:
     return v if isinstance(v, list) and all(isinstance(x, dict) for x in v) else _refuse("a list of objects")
 
 
-#: the fields of results.json's ``llm_failures`` the page reads (:func:`harness.llm.failures.failure_report`)
+#: the fields of results.json's ``llm_failures`` the page reads (:func:`harness.served.failure_policy.failure_report`)
 FAILURES: MappingProxyType[str, Callable[[Any], Any]] = MappingProxyType({
     "complete": _flag, "failed": _count, "requests": _count, "share": _share, "max_share": _share,
     "kinds": _counts, "per_query": _counts, "examples": _objects})

@@ -12,7 +12,6 @@ import os
 from types import MappingProxyType
 from typing import Any
 
-from harness.llm.errors import MalformedReply
 from harness.llm.providers.base import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_READ_TIMEOUT,
@@ -21,8 +20,9 @@ from harness.llm.providers.base import (
     map_sdk_error,
     resolve_key,
 )
-from harness.llm.types import ChatOptions, Message, Reply, TokenCounts
 from harness.runtime.extras import require
+from harness.served.request_errors import MalformedReply
+from harness.served.types import ChatOptions, Message, Reply, TokenCounts
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 1024
@@ -89,7 +89,7 @@ class AnthropicProvider(BaseProvider):
         return body
 
     def chat(self, messages: list[Message], options: ChatOptions, *, timeout: float | None = None) -> Reply:
-        from harness.llm.transport import reply_deadline
+        from harness.served.transport import reply_deadline
 
         client = self.client()
         body = self.request_body(messages, options)

@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from harness.llm.batch.api import BatchLimits, Outcome, RemoteStatus, Unprocessed
-from harness.llm.errors import MalformedReply, ModelNotFound
 from harness.llm.providers.base import error_for_status
-from harness.llm.types import ChatOptions, Message
+from harness.served.batch.protocol import BatchLimits, Outcome, RemoteStatus, Unprocessed
+from harness.served.request_errors import MalformedReply, ModelNotFound
+from harness.served.types import ChatOptions, Message
 
 #: the HTTP status each Anthropic error type stands for (an errored request of a batch)
 ERROR_STATUS = MappingProxyType({"invalid_request_error": 400, "authentication_error": 401, "billing_error": 402,

@@ -1,6 +1,6 @@
 """What a provider is, and helpers shared by the built-in ones.
 
-A provider makes ONE HTTP call per :meth:`Provider.chat` and raises :mod:`harness.llm.errors` types;
+A provider makes ONE HTTP call per :meth:`Provider.chat` and raises :mod:`harness.served.request_errors` types;
 caching, retries, concurrency and usage are the client's job. Plugins register a factory with the
 ``register_llm_providers`` hook: ``factory(model=..., timeout=..., require_key=..., **spec_args)``.
 """
@@ -13,7 +13,9 @@ import threading
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-from harness.llm.errors import (
+from harness.runtime.numbers import MAX_SECONDS, finite_number
+from harness.runtime.redact import redact_url
+from harness.served.request_errors import (
     AuthError,
     BadRequest,
     ConnectionFailed,
@@ -26,10 +28,8 @@ from harness.llm.errors import (
     RateLimited,
     ServerError,
 )
-from harness.llm.retry import parse_retry_after
-from harness.llm.types import ChatOptions, Message, Reply
-from harness.runtime.numbers import MAX_SECONDS, finite_number
-from harness.runtime.redact import redact_url
+from harness.served.retry import parse_retry_after
+from harness.served.types import ChatOptions, Message, Reply
 
 DUMMY_KEY = "EMPTY"
 DEFAULT_READ_TIMEOUT = 60.0
@@ -126,10 +126,10 @@ class BaseProvider:
 
     def sdk_connection(self, sdk: Any) -> dict[str, Any]:
         """``base_url`` and ``http_client`` for the SDK client: the SDK's own client whose connections
-        honour :func:`harness.llm.transport.reply_deadline` (a deadline on the whole reply, set by each
+        honour :func:`harness.served.transport.reply_deadline` (a deadline on the whole reply, set by each
         call). Credentials inside the URL (``http://user:secret@host/v1``) are taken out of it and sent
         as HTTP Basic auth, as the URL would have had them sent, so no HTTP log line ever shows them."""
-        from harness.llm.transport import http_client
+        from harness.served.transport import http_client
 
         parts = urlsplit(self.base_url or "")
         if not (parts.username or parts.password):
@@ -147,7 +147,7 @@ class BaseProvider:
 
     def read_timeout(self, read: float | None = None) -> float:
         """An attempt's timeout: ``read`` (what is left of the call's budget) capped by ``self.timeout``.
-        Calls bound their whole reply by it (:func:`harness.llm.transport.reply_deadline`)."""
+        Calls bound their whole reply by it (:func:`harness.served.transport.reply_deadline`)."""
         return self.timeout if read is None else max(0.001, min(float(read), self.timeout))
 
     def sdk_timeout(self, sdk: Any, read: float | None = None) -> Any:
@@ -221,7 +221,7 @@ def error_for_status(provider: BaseProvider, status: int, msg: str, retry_after:
 def body_error(exc: BaseException, provider: BaseProvider, timeout: float | None = None) -> LLMError | None:
     """An httpx exception raised while reading a reply's body (after the SDK handed it over) -> our typed
     error (None: not one of them): past the deadline a timeout, a cut reply a connection failure."""
-    from harness.llm.transport import http_failure
+    from harness.served.transport import http_failure
 
     kind = http_failure(exc)
     if kind == "timeout":

@@ -46,8 +46,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.llm.errors import MalformedReply, ServerError
-from harness.llm.types import ChatOptions, Message, Reply, TokenCounts, TokenLogprob, TopLogprob
+from harness.served.request_errors import MalformedReply, ServerError
+from harness.served.types import ChatOptions, Message, Reply, TokenCounts, TokenLogprob, TopLogprob
 
 log = logging.getLogger(__name__)
 BIAS = 100.0
@@ -154,7 +154,7 @@ def parse_openai(provider: Any, data: Any) -> Reply:
 def openai_complete(provider: Any, messages: list[Message], options: ChatOptions, timeout: float | None) -> Reply:
     """One ``POST /completions`` (see the module docstring); the reply read whole within the timeout,
     bounded, and checked."""
-    from harness.llm.transport import BadReply, reply_json
+    from harness.served.transport import BadReply, reply_json
 
     ids = _ids(provider, score_tokens(options))
     prompt = raw_prompt(messages)
@@ -208,7 +208,7 @@ def isolated(provider: Any, options: ChatOptions, timeout: float | None, prompt:
 def aligned_prefix(provider: Any, prompt: str, timeout: float | None = None) -> str | None:
     """A prompt whose tokens at this server are ``prompt``'s first :data:`ALIGN` tokens and one other,
     built once per prefix (None: the prompt is too short, or no such prompt was found: warned once).
-    Raises :class:`~harness.llm.errors.ServerError` (a failed attempt, retried) where the server's
+    Raises :class:`~harness.served.request_errors.ServerError` (a failed attempt, retried) where the server's
     tokenizer does not answer within ``timeout``."""
     root, model = _root(provider), provider.model
     tokens = _server_tokens(provider, prompt, timeout)
@@ -246,7 +246,7 @@ def _probe(timeout: float | None) -> float:
 
 def _server_tokens(provider: Any, text: str, timeout: float | None) -> list[int]:
     """``text``'s tokens as llama-cpp-python's server reads a completion prompt (BOS first); a
-    :class:`~harness.llm.errors.ServerError` where it does not say."""
+    :class:`~harness.served.request_errors.ServerError` where it does not say."""
     out = _post(_root(provider) + "/extras/tokenize", {"model": provider.model, "input": text}, _probe(timeout))
     tokens = out.get("tokens") if isinstance(out, dict) else None
     if not isinstance(tokens, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):

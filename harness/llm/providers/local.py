@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 
 from harness.concepts.errors import HarnessError
-from harness.llm.errors import LLMTimeout, MalformedReply
 from harness.llm.providers.chat_template import ChatTemplate, gguf_templates, max_prompt_chars
-from harness.llm.types import ChatOptions, Message, Reply, TokenCounts, TokenLogprob, TopLogprob
 from harness.runtime.extras import require
 from harness.runtime.numbers import MAX_SECONDS, finite_number, whole_number
+from harness.served.request_errors import LLMTimeout, MalformedReply
+from harness.served.types import ChatOptions, Message, Reply, TokenCounts, TokenLogprob, TopLogprob
 
 PACKAGED = "gemma-3-270m-q4_k_m"
 #: the largest ``n_ctx`` and ``instances`` accepted

@@ -7,7 +7,6 @@ import os
 import time
 from typing import Any
 
-from harness.llm.errors import MalformedReply
 from harness.llm.providers.base import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_READ_TIMEOUT,
@@ -20,8 +19,9 @@ from harness.llm.providers.base import (
 )
 from harness.llm.providers.probe import get_json as _get_json
 from harness.llm.providers.probe import probe_server
-from harness.llm.types import ChatOptions, Message, Reply, TokenCounts, TokenLogprob, TopLogprob
 from harness.runtime.extras import require
+from harness.served.request_errors import MalformedReply
+from harness.served.types import ChatOptions, Message, Reply, TokenCounts, TokenLogprob, TopLogprob
 
 OPENAI_URL = "https://api.openai.com/v1"
 
@@ -105,7 +105,7 @@ class OpenAIProvider(BaseProvider):
 
         return OpenAIBatches(self)
 
-    # -- the embeddings request kind (:mod:`harness.llm.embeddings`) ------------------------------
+    # -- the embeddings request kind (:mod:`harness.llm.embedding_client`) ------------------------------
     def embedding_body(self, texts: list[str], dimensions: int | None) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "input": list(texts), "encoding_format": "float"}
         if dimensions is not None:
@@ -113,11 +113,12 @@ class OpenAIProvider(BaseProvider):
         return body
 
     def embed(self, texts: list[str], dimensions: int | None = None, *, timeout: float | None = None) -> Any:
-        """One ``POST /embeddings`` of ``texts``: an :class:`~harness.llm.embeddings.EmbeddingReply`
+        """One ``POST /embeddings`` of ``texts``: an :class:`~harness.llm.embedding_client.EmbeddingReply`
         (one vector per text, in order). Raises the typed errors as :meth:`chat` does; the reply body is
-        read whole within the timeout, bounded and checked (:func:`~harness.llm.embeddings.parse_embedding_reply`)."""
-        from harness.llm.embeddings import parse_embedding_reply
-        from harness.llm.transport import BadReply, reply_json
+        read whole within the timeout, bounded and checked
+        (:func:`~harness.llm.embedding_client.parse_embedding_reply`)."""
+        from harness.llm.embedding_client import parse_embedding_reply
+        from harness.served.transport import BadReply, reply_json
 
         raw = self._post_raw("/embeddings", self.embedding_body(texts, dimensions), timeout)
         try:
@@ -129,7 +130,7 @@ class OpenAIProvider(BaseProvider):
     def _post(self, path: str, body: dict[str, Any], cast_to: Any, timeout: float | None) -> Any:
         """One POST through the SDK's client, its whole reply within the attempt's timeout; its errors
         mapped to the typed ones (others raised as they are)."""
-        from harness.llm.transport import reply_deadline
+        from harness.served.transport import reply_deadline
 
         client = self.client()
         try:
@@ -144,8 +145,8 @@ class OpenAIProvider(BaseProvider):
 
     def _post_raw(self, path: str, body: dict[str, Any], timeout: float | None) -> bytes:
         """:meth:`_post` returning the reply's bytes as they came (at most
-        :data:`~harness.llm.transport.MAX_REPLY_BYTES`), for a body the harness parses itself."""
-        from harness.llm.transport import ReplyTooLarge, collect, reply_deadline, response_type
+        :data:`~harness.served.transport.MAX_REPLY_BYTES`), for a body the harness parses itself."""
+        from harness.served.transport import ReplyTooLarge, collect, reply_deadline, response_type
 
         client = self.client()
         try:
@@ -175,7 +176,7 @@ class OpenAIProvider(BaseProvider):
     def server_models(self) -> Any:
         """What the server reports at ``GET /models`` (one quick request, its whole reply within 10 s or
         the timeout when shorter; None when it does not answer)."""
-        from harness.llm.transport import reply_deadline
+        from harness.served.transport import reply_deadline
 
         client = self.client()
         try:

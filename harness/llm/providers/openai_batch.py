@@ -16,10 +16,10 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from harness.llm.batch.api import BatchLimits, Outcome, RemoteStatus, Unprocessed, requests_digest
-from harness.llm.errors import MalformedReply, ModelNotFound
 from harness.llm.providers.base import error_for_status
-from harness.llm.types import ChatOptions, Message
+from harness.served.batch.protocol import BatchLimits, Outcome, RemoteStatus, Unprocessed, requests_digest
+from harness.served.request_errors import MalformedReply, ModelNotFound
+from harness.served.types import ChatOptions, Message
 
 ENDPOINT = "/v1/chat/completions"
 #: statuses after which nothing changes any more
@@ -154,22 +154,23 @@ class OpenAIBatches:
 
 class EmbeddingBatches(OpenAIBatches):
     """The Batch API with endpoint ``/v1/embeddings``: one line per text (its ``custom_id`` the text's
-    key, the text in the messages of its :class:`~harness.llm.batch.api.Pending`), each result a
-    :class:`~harness.llm.types.Reply` whose text is the vector (:func:`harness.llm.embeddings.encode_vector`)."""
+    key, the text in the messages of its :class:`~harness.served.batch.protocol.Pending`), each result a
+    :class:`~harness.served.types.Reply` whose text is the vector
+    (:func:`harness.llm.embedding_client.encode_vector`)."""
 
     endpoint = "/v1/embeddings"
 
     def request(self, custom_id: str, messages: list[Message], options: ChatOptions) -> dict[str, Any]:
-        from harness.llm.embeddings import pending_text
+        from harness.llm.embedding_client import pending_text
 
         body = self.provider.embedding_body([pending_text(messages)], dict(options.extra).get("dimensions"))
         return {"custom_id": custom_id, "method": "POST", "url": self.endpoint, "body": body}
 
     def _reply(self, body: Any, options: ChatOptions) -> Outcome:
-        from harness.llm.embeddings import reply_of
+        from harness.llm.embedding_client import reply_of
 
         try:
-            from harness.llm.embeddings import parse_embedding_reply
+            from harness.llm.embedding_client import parse_embedding_reply
 
             return reply_of(self.provider, parse_embedding_reply(self.provider, body, 1))
         except MalformedReply as exc:

@@ -29,8 +29,8 @@ def get_json(url: str, timeout: float, post: dict[str, Any] | None = None) -> An
     import http.client
     import json
 
-    from harness.llm.transport import BadReply, HTTPStatusError, reply_json
-    from harness.llm.transport import post as http_post
+    from harness.served.transport import BadReply, HTTPStatusError, reply_json
+    from harness.served.transport import post as http_post
 
     data = None if post is None else json.dumps(post).encode()
     try:

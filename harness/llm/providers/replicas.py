@@ -2,7 +2,7 @@
 
 ``vllm:MODEL:base_url=["http://h1:8000/v1","http://h2:8000/v1"]`` gives a :class:`ReplicaSet` over one
 :class:`~harness.llm.providers.openai.OpenAICompatibleProvider` and one
-:class:`~harness.llm.endpoint.Endpoint` per URL (its bound, first-call gate and breaker):
+:class:`~harness.served.endpoint.Endpoint` per URL (its bound, first-call gate and breaker):
 
 - **Routing.** A request goes to the live replica with the fewest of this set's requests in flight
   (ties: round robin), preferring one with a free slot that is not waiting for its first reply.
@@ -31,10 +31,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.llm.endpoint import DEFAULT_REPLICA_RETRY_S, MAX_REPLICA_RETRY_S, Endpoint
-from harness.llm.errors import EndpointUnavailable, FatalLLMError, LLMError, RateLimited, RunStopped
-from harness.llm.retry import MIN_ATTEMPT_S
-from harness.llm.types import ChatOptions, Message, Reply
+from harness.served.endpoint import DEFAULT_REPLICA_RETRY_S, MAX_REPLICA_RETRY_S, Endpoint
+from harness.served.request_errors import EndpointUnavailable, FatalLLMError, LLMError, RateLimited, RunStopped
+from harness.served.retry import MIN_ATTEMPT_S
+from harness.served.types import ChatOptions, Message, Reply
 
 #: the ``base_url`` of a replica set in cache keys (a single URL keeps its own, so old caches stay valid)
 KEY_MARKER = "replicas"

@@ -3,7 +3,7 @@ simonw/llm's ``default_plugins``): one module per kind, each a plugin with ``@ho
 
 :data:`BUILTIN_MODULES` is the one list of them; :class:`~harness.plugins.host.PluginHost` loads
 each before the entry points and reports them together as the core distribution. Every factory is a
-:func:`~harness.plugins.lazy.lazy` reference (``"module:attr"``): the module implementing a
+:func:`~harness.components.lazy.lazy` reference (``"module:attr"``): the module implementing a
 component is imported only when the component is created, so loading plugins imports no model
 library, and ``tests/test_lazy_targets.py`` resolves every target.
 """

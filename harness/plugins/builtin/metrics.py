@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from harness.components.lazy import lazy
 from harness.plugins.hookspecs import hookimpl
-from harness.plugins.lazy import lazy
 
 
 @hookimpl

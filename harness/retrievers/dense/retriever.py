@@ -1,9 +1,10 @@
-"""Dense (bi-encoder) retrieval and re-ranking with sentence-transformers.
+"""Dense (bi-encoder) retrieval with sentence-transformers.
 
 ``DenseRetriever`` embeds ``doc.full_text()`` for every document and searches exactly
-(:mod:`harness.retrievers.dense.search`). ``DenseReranker`` re-scores each query's candidate list
-with the same encoder (:class:`~harness.retrievers.dense.encoder.DenseEncoder`: model resolution,
-prompts, the embedding cache). Both take the same model options; see ``docs/retrievers.md``.
+(:mod:`harness.retrievers.dense.search`) with the encoder
+(:class:`~harness.retrievers.dense.encoder.DenseEncoder`: model resolution, prompts, the embedding
+cache). :class:`DenseComponent` holds the model options it shares with the dense reranker
+(:mod:`harness.rerankers.dense`); see ``docs/retrievers.md``.
 """
 
 from __future__ import annotations
@@ -16,15 +17,14 @@ import numpy as np
 
 from harness.concepts.document import Document
 from harness.concepts.errors import HarnessError
-from harness.concepts.query import Query
-from harness.concepts.run import Run, strictly_decreasing
+from harness.concepts.run import Run
 from harness.retrievers.dense.encoder import DenseEncoder
 from harness.retrievers.dense.search import as_hits, exact_top_k
 from harness.runtime.extras import require
 
 
-class _DenseComponent:
-    """The model options shared by :class:`DenseRetriever` and :class:`DenseReranker`: every keyword
+class DenseComponent:
+    """The model options shared by :class:`DenseRetriever` and the dense reranker: every keyword
     argument of :class:`DenseEncoder` (an unknown one is a TypeError the CLI reports as bad arguments)."""
 
     default_label = "dense"
@@ -45,7 +45,7 @@ class _DenseComponent:
         return self.encoder.config()
 
 
-class DenseRetriever(_DenseComponent):
+class DenseRetriever(DenseComponent):
     """Exact dense retrieval over ``doc.full_text()``.
 
     Options (each a ``dense:key=value`` spec argument): ``model`` (default ``all-MiniLM-L6-v2``,
@@ -142,34 +142,3 @@ def _with_index_options(signature: inspect.Signature) -> inspect.Signature:
 
 DenseRetriever.__init__.__signature__ = _with_index_options(  # type: ignore[attr-defined]
     inspect.signature(DenseEncoder.__init__))
-
-
-class DenseReranker(_DenseComponent):
-    """Re-scores each query's candidates by similarity to ``queries[qid].text``.
-
-    Same options as :class:`DenseRetriever`. Scores decrease strictly; equal similarities keep
-    the incoming order; candidates missing from the corpus go last, in their incoming order.
-    """
-
-    default_label = "dense reranker"
-
-    def rerank(self, queries: Mapping[str, Query], run: Run, corpus: Mapping[str, Document]) -> Run:
-        qids = [q for q in run if q in queries]
-        doc_ids = list(dict.fromkeys(d for q in qids for d, _ in run[q] if d in corpus))
-        pos = {d: i for i, d in enumerate(doc_ids)}
-        dmat = self.encoder.embed([corpus[d].full_text() for d in doc_ids], "document") if doc_ids else None
-        qmat = self.encoder.embed([queries[q].text for q in qids], "query") if qids else None
-        out: dict[str, list[tuple[str, float]]] = {q: list(hits) for q, hits in run.items()}
-        for row, qid in enumerate(qids):
-            hits = list(dict.fromkeys(d for d, _ in run[qid]))
-            known = [d for d in hits if d in pos]
-            unknown = [d for d in hits if d not in pos]
-            ranked: list[tuple[str, float]] = []
-            if known and dmat is not None and qmat is not None:
-                scores = (dmat[[pos[d] for d in known]] @ qmat[row]).astype(np.float64)
-                order = sorted(range(len(known)), key=lambda i: -scores[i])  # stable: ties keep input order
-                ranked = [(known[i], float(scores[i])) for i in order]
-            floor = ranked[-1][1] if ranked else 0.0
-            ranked += [(d, floor - 1.0 - i) for i, d in enumerate(unknown)]
-            out[qid] = list(zip([d for d, _ in ranked], strictly_decreasing([x for _, x in ranked]), strict=True))
-        return Run(out, name=run.name)
