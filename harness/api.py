@@ -17,7 +17,13 @@ from harness.concepts.run import Run
 from harness.concepts.task import Task
 from harness.context import Context
 from harness.evaluation.pipeline import EvalResult, evaluate
-from harness.evaluation.stages import apply_metrics, load_task_dataset
+from harness.evaluation.stages import apply_metrics, load_task_dataset, resolve_task
+from harness.formats.trec import read_qrels, read_run
+from harness.metrics.resolve import resolve_metrics
+from harness.retrievers import bm25, bm25_index
+from harness.retrievers.dense import build as builder
+from harness.retrievers.dense.embedding_index import CHECKSUM, DEFAULT_SHARD_SIZE, SHARDS, plan_shards, read_manifest
+from harness.retrievers.dense.embedding_index import verify_index as verify
 
 
 def load_task(name: str, context: Context | None = None) -> Task:
@@ -44,9 +50,6 @@ def score(
     Unlike trec_eval, a run that shares no query with the qrels (nothing to average over) raises
     :class:`HarnessError`, as does an empty run file. Per-mode metrics only (one run has one mode),
     merged by the same rule as :func:`evaluate`'s (their uncertainty, details and notes included)."""
-    from harness.formats.trec import read_qrels, read_run
-    from harness.metrics.resolve import resolve_metrics
-
     q = qrels if isinstance(qrels, Qrels) else read_qrels(qrels)
     r = run if isinstance(run, Run) else read_run(run)
     if not any(qid in q for qid in r):  # every average would be over no query: nan
@@ -79,16 +82,11 @@ def build_index(output: str | Path, *, task: str | None = None, dataset: str | N
     kept. Returns a :class:`~harness.retrievers.dense.build.BuildReport`; search the index with
     ``--retriever dense:index=FOLDER``. ``retriever="bm25"`` (or ``bm25:k1=...``) tokenizes and weights
     the corpus once into a BM25 index instead, searched with ``bm25:index=FOLDER``."""
-    from harness.evaluation.stages import resolve_task
-    from harness.retrievers.dense import build as builder
-    from harness.retrievers.dense.embedding_index import DEFAULT_SHARD_SIZE
-
     ctx = Context.of(context)
     the_task = resolve_task(ctx, task, dataset)
     if the_task.is_suite:
         raise HarnessError(f"{the_task.name} is a suite; build an index per task")
     component, comp, _ = ctx.registry.build("retriever", retriever, ctx)
-    from harness.retrievers import bm25
 
     if isinstance(component, bm25.BM25Retriever):  # tokenized and weighted once, in this process
         if shard_size is not None or dtype != "float32" or executor not in (None, "local"):
@@ -119,9 +117,6 @@ def index_info(folder: str | Path) -> dict[str, Any]:
     """An index folder's manifest (checked against its schema), with how many of its shards are
     complete and whether they record checksums (``checksums``: ``"sha256"`` or None;
     ``checksums_checked`` is False: :func:`verify_index` checks them) (``harness index info``)."""
-    from harness.retrievers import bm25_index
-    from harness.retrievers.dense.embedding_index import CHECKSUM, SHARDS, plan_shards, read_manifest
-
     if bm25_index.is_index(folder):  # its manifest's fields checked against their digest; the files not
         manifest = bm25_index.read_manifest(folder)
         return {**manifest, "checksums": manifest.get("checksums"), "checksums_checked": False}
@@ -141,9 +136,6 @@ def verify_index(folder: str | Path) -> dict[str, Any]:
     manifest's fields against their ``manifest_sha256`` and every file's sha256, then every other check
     (an index without checksums is an error); returns ``{"folder", "kind": "harness-bm25-index",
     "files", "checksums": "sha256", "mismatches": [{"file", "sha256", "recorded"}, ...]}``."""
-    from harness.retrievers import bm25_index
-    from harness.retrievers.dense.embedding_index import verify_index as verify
-
     if bm25_index.is_index(folder):
         return bm25_index.verify_index(folder)
     return verify(folder)

@@ -22,7 +22,6 @@ from harness.components.registry import Registry
 from harness.concepts.component_context import ComponentContext
 from harness.concepts.errors import HarnessError
 from harness.concepts.task import Task
-from harness.data.download import ensure_task_files
 from harness.data.folder import DataFolder
 from harness.llm.session import LLMSession
 from harness.plugins.host import PluginHost
@@ -104,6 +103,8 @@ class Context:
         fetched first as ``harness eval`` fetches a task's files (``$HARNESS_AUTO_DOWNLOAD``, mirrors, Hub
         files through ``huggingface_hub``; one :class:`~harness.DataError` when that fails): for a dataset
         factory whose arguments decide which files it reads (a benchmark's variants)."""
+        from harness.data.download import ensure_task_files  # lazy: urllib and ssl only when files are fetched
+
         return ensure_task_files(task, self.data, self.progress)
 
     def versions(self) -> dict[str, str]:

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 import click
 
 from harness.cli.options import CACHE_DIR_OPTION, make_context
-from harness.llm import Batches, LLMSettings
 
 if TYPE_CHECKING:  # pragma: no cover
     from harness.context import Context
+    from harness.llm import Batches
 
 #: exit status of `collect` and `cancel` when the provider did not know some batch (or refused one)
 INCOMPLETE = 3
@@ -28,10 +28,14 @@ ENDPOINT_OPTION = click.option(
 
 def _context(cache_dir: str | None) -> Context:
     """The command's context: the environment's LLM settings in batch mode, the cache root ``cache_dir``."""
+    from harness.llm import LLMSettings
+
     return make_context(LLMSettings.from_env(cache_dir=cache_dir, batch=True), cache_dir, check_data=False)
 
 
 def _batches(context: Context, endpoints: tuple[str, ...]) -> Batches:
+    from harness.llm import Batches
+
     return Batches(context.llm, endpoints)
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 
 from harness.cli.options import CACHE_DIR_OPTION, check_spec
-from harness.llm import cache_info, cache_path, clear_cache, explain_cache_miss
 
 
 def _size(n: float) -> str:
@@ -29,6 +28,8 @@ def cache_group() -> None:
 @CACHE_DIR_OPTION
 def cache_path_cmd(cache_dir: str | None) -> None:
     """Print the LLM cache folder."""
+    from harness.llm import cache_path
+
     click.echo(str(cache_path(cache_dir)))
 
 
@@ -37,6 +38,8 @@ def cache_path_cmd(cache_dir: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON")
 def cache_info_cmd(cache_dir: str | None, as_json: bool) -> None:
     """Entries, size and folder of the LLM cache, with counts per model."""
+    from harness.llm import cache_info
+
     info = cache_info(cache_dir).as_dict()
     if as_json:
         click.echo(json.dumps(info, indent=2))
@@ -62,6 +65,8 @@ def cache_info_cmd(cache_dir: str | None, as_json: bool) -> None:
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation")
 def cache_clear(cache_dir: str | None, model: str | None, yes: bool) -> None:
     """Delete cached LLM replies (all, or one model's)."""
+    from harness.llm import cache_path, clear_cache
+
     what = f"the {model} entries" if model else "every entry"
     if not yes:
         click.confirm(f"Delete {what} in {cache_path(cache_dir)}?", abort=True)
@@ -78,6 +83,8 @@ def cache_clear(cache_dir: str | None, model: str | None, yes: bool) -> None:
 def cache_explain(cache_dir: str | None, spec: str, request: str) -> None:
     """Why is REQUEST (a JSON file: {"messages": [...], option: value, ...}) a cache miss?
     Shows the fields that differ from the nearest cached entry."""
+    from harness.llm import explain_cache_miss
+
     data = json.loads(Path(request).read_text(encoding="utf-8"))
     if not isinstance(data, dict) or "messages" not in data:
         raise click.BadParameter("expected a JSON object with 'messages'", param_hint="REQUEST")

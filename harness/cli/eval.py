@@ -8,7 +8,6 @@ import sys
 import click
 
 from harness.cli.options import data_dir_option, llm_options, make_context
-from harness.llm import EXIT_INCOMPLETE, banner, usage_table
 
 
 @click.command("eval")
@@ -40,6 +39,7 @@ def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, 
     Exit status: 0 done; 2 an input or configuration error (one message); 3 INCOMPLETE, LLM requests
     got no usable reply beyond --max-llm-failures (metrics are still printed and written, marked)."""
     from harness.api import evaluate
+    from harness.llm import EXIT_INCOMPLETE
 
     if not task and not dataset:
         raise click.UsageError("give --task NAME or --dataset SPEC")
@@ -56,6 +56,8 @@ def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, 
 
 
 def _failure_banner(result) -> str:
+    from harness.llm import banner
+
     if result.is_suite:  # each member that had failures
         parts = []
         for name, member in result.members.items():
@@ -117,6 +119,8 @@ def _print_json(result, failures: str) -> None:
 
 def _print_usage(result, quiet: bool, llm_settings) -> None:
     """The LLM usage (on stderr with --quiet), and the dry-run warning."""
+    from harness.llm import usage_table
+
     if result.is_suite:  # the members' usage added up
         t = result.usage["total"]
         click.echo(f"LLM usage over {result.usage['members']} tasks: {t.get('calls', 0)} calls, "

@@ -16,7 +16,9 @@ from typing import Any
 from harness.concepts.component_context import ComponentContext
 from harness.concepts.errors import HarnessError
 from harness.concepts.mteb_block import defaults
+from harness.context import Context
 from harness.formats import bounded as files_in
+from harness.mteb.identity import decide
 from harness.results.layout import RESULTS
 from harness.results.store import StoredResults
 
@@ -109,9 +111,6 @@ def blocks_of(runs: list[Any], context: ComponentContext | None = None) -> dict[
     (``harness.mteb.identity.decide``); a run whose record disagrees (a block no registered task backs,
     another MTEB task or revision, other data, an identity that disagrees with its spec) is one error naming
     results.json."""
-    from harness.context import Context
-    from harness.mteb.identity import decide
-
     out: dict[str, tuple[str, dict[str, Any]]] = {}
     ctx = Context.of(context) if runs else None
     for system in runs:

@@ -15,6 +15,7 @@ from harness.compare.analysis import CompareResult, compare
 from harness.compare.runs import System, TaskResult, common_metrics, common_tasks
 from harness.concepts.errors import HarnessError
 from harness.concepts.uncertainty import Uncertainty
+from harness.runtime.extras import require
 
 LEVEL = re.compile(r"-L(\d+)$")
 _RANK = re.compile(r"\+?\d{1,9}")  # a run file's rank column
@@ -29,8 +30,6 @@ def _num(v: Any) -> float | None:
 
 
 def _env():
-    from harness.runtime.extras import require
-
     require("jinja2", "report", "the HTML report")
     import jinja2
 

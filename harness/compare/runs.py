@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.compare import mteb_files
 from harness.concepts.component_context import ComponentContext
 from harness.concepts.errors import HarnessError
 from harness.concepts.uncertainty import Uncertainty
@@ -111,8 +112,6 @@ def parse_system_arg(arg: str) -> tuple[str | None, str]:
 
 def _leaderboard(path: str, name: str | None, blocks: dict[str, Any]) -> System:
     """An MTEB result file (or a folder of them) as a system with no per-query values."""
-    from harness.compare import mteb_files
-
     default, tasks = mteb_files.load_mteb_tasks(path, blocks)
     stored = StoredResults(Path(path), {"components": {"retriever": {"spec": mteb_files.LABEL}}}, 2)
     system = System(name or default, Path(path), stored, leaderboard=True)
@@ -125,8 +124,6 @@ def load_systems(args: list[str], names: list[str] | None = None,
                  context: ComponentContext | None = None) -> list[System]:
     """Results folders, and MTEB result files (``<TaskName>.json`` or a folder of them) as leaderboard
     systems whose tasks and metrics are mapped through the runs' ``mteb`` blocks (docs/mteb.md)."""
-    from harness.compare import mteb_files
-
     loaded: list[System | tuple[str | None, str]] = []
     for i, arg in enumerate(args):
         name, path = parse_system_arg(arg)

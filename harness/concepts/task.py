@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.concepts.errors import DataError
+from harness.concepts.mteb_block import check_mteb_block
 from harness.concepts.query import DEFAULT_QUERY_FORMAT
 
 FIRST_STAGES = ("candidates", "retrieve", "auto")
@@ -72,8 +73,6 @@ class Task:
                 self.source or None,
             )
         if self.mteb:
-            from harness.concepts.mteb_block import check_mteb_block
-
             check_mteb_block(self.mteb, f"task {self.name!r}", self.source or None)
 
     def as_dict(self) -> dict[str, Any]:

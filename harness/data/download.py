@@ -42,6 +42,7 @@ from harness.data.hub import (
 )
 from harness.formats.files import sha256_file
 from harness.runtime.about import __version__
+from harness.runtime.numbers import MAX_SECONDS, finite_number
 from harness.runtime.progress import ProgressSettings
 from harness.runtime.progress import progress as _progress
 
@@ -93,8 +94,6 @@ def checksum_problem(path: Path, f: DataFile) -> str | None:
 def read_timeout() -> float:
     """Seconds without a byte after which a plain download stalls: ``$HARNESS_DOWNLOAD_TIMEOUT`` (a finite
     number above 0, at most a day), default :data:`TIMEOUT_S`; else one :class:`DataError`."""
-    from harness.runtime.numbers import MAX_SECONDS, finite_number
-
     raw = os.environ.get(ENV_TIMEOUT, "").strip()
     if not raw:
         return TIMEOUT_S

@@ -32,6 +32,9 @@ from urllib.parse import unquote
 
 from harness.concepts.errors import DataError
 from harness.concepts.task import DataFile
+from harness.data.pins import FULL_COMMIT
+from harness.formats.files import sha256_file
+from harness.runtime.numbers import MAX_SECONDS, whole_number
 from harness.runtime.progress import ProgressSettings
 from harness.runtime.progress import progress as _progress
 
@@ -87,8 +90,6 @@ def check_hub_timeouts() -> None:
     """``HF_HUB_DOWNLOAD_TIMEOUT`` and ``HF_HUB_ETAG_TIMEOUT``, when set, are whole seconds from 1 to 86,400;
     else one :class:`DataError` (huggingface_hub reads them with ``int()`` when it is imported, and takes 0
     for its default). Call before importing the client."""
-    from harness.runtime.numbers import MAX_SECONDS, whole_number
-
     for var in TIMEOUT_VARS:
         raw = os.environ.get(var)
         if raw is not None and raw.strip():
@@ -240,8 +241,6 @@ def download_hub_file(f: DataFile, hub: HubFile, target: Path, progress: Progres
 
 def _check(path: Path, f: DataFile, hub: HubFile) -> None:
     """The downloaded file has ``f``'s size and sha256 (those given), else a DataError naming both."""
-    from harness.formats.files import sha256_file
-
     size = path.stat().st_size
     if f.size is not None and size != f.size:
         raise DataError(f"size mismatch for {f.path} downloaded from {hub.label}: expected {f.size} bytes, got "
@@ -269,8 +268,6 @@ def resolve_hub_revision(repo_id: str, revision: str = "main", repo_type: str = 
     asked of the Hub in use (``HF_ENDPOINT``, ``HF_TOKEN``). For a repository no commit of which could be
     pinned: resolve once, download that exact commit, record it. Errors are one :class:`DataError`
     naming the repository and revision."""
-    from harness.data.pins import FULL_COMMIT
-
     if FULL_COMMIT.match(revision or ""):
         return revision
     check_hub_timeouts()

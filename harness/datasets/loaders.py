@@ -27,7 +27,14 @@ from harness.concepts.qrels import Qrels
 from harness.concepts.query import Query
 from harness.concepts.run import Run
 from harness.context import Context
+from harness.data.demo import demo_dir
 from harness.data.folder import DataFolder
+from harness.formats import beir, topics, trec
+from harness.formats.beir import read_beir, read_corpus
+from harness.formats.noveleval import read_noveleval
+from harness.formats.rankllm import read_rankllm
+from harness.formats.scifact import read_scifact_corpus
+from harness.formats.trec import read_run
 
 PathArg = str | os.PathLike[str]
 
@@ -66,8 +73,6 @@ def _finish(
 
 def read_any_qrels(path: Path) -> Qrels:
     """TREC qrels (``qid 0 docid grade``), BEIR ``.tsv`` qrels (with header) or Parquet."""
-    from harness.formats import beir, trec
-
     if path.name.endswith((".tsv", ".tsv.gz", ".parquet")):
         return beir.read_qrels(path)
     return trec.read_qrels(path)
@@ -75,8 +80,6 @@ def read_any_qrels(path: Path) -> Qrels:
 
 def read_any_topics(path: Path) -> dict[str, Query]:
     """``qid<TAB>text`` topics, or BEIR ``queries.jsonl`` / Parquet."""
-    from harness.formats import beir, topics
-
     if path.name.endswith((".jsonl", ".jsonl.gz", ".parquet")):
         return beir.read_queries(path)
     return topics.read_topics(path)
@@ -94,8 +97,6 @@ def load_beir_dataset(
     With ``split_queries`` (default) the queries are those ``qrels/<split>`` names, as BEIR's own
     loader does; ``False`` keeps every query of ``queries.jsonl``.
     """
-    from harness.formats.beir import read_beir
-
     where = Context.of(context).data
     folder = where.resolve(path)
     data = read_beir(folder, split)
@@ -122,9 +123,6 @@ def load_trec_dataset(
     """TREC topics (``qid<TAB>text``, or BEIR ``queries.jsonl``) and qrels, with an optional TREC
     run file as candidate lists and an optional corpus (BEIR ``corpus.jsonl``, Parquet, or TSV
     ``id<TAB>text`` / ``id<TAB>title<TAB>text``). All topics are kept."""
-    from harness.formats.beir import read_corpus
-    from harness.formats.trec import read_run
-
     where = Context.of(context).data
     topics_path, qrels_path = where.resolve(topics), where.resolve(qrels)
     files = [topics_path, qrels_path]
@@ -159,8 +157,6 @@ def load_rankllm_dataset(
     ``meta["topic_text_mismatches"]`` with a warning, and the file's text is kept (it is what the
     published rerankers saw).
     """
-    from harness.formats.rankllm import read_rankllm
-
     where = Context.of(context).data
     cand_path, qrels_path = where.resolve(candidates), where.resolve(qrels)
     files = [cand_path, qrels_path]
@@ -187,8 +183,6 @@ def load_rankllm_dataset(
 def load_noveleval_dataset(path: PathArg = "noveleval", name: str = "noveleval",
                            context: ComponentContext | None = None) -> Dataset:
     """NovelEval-2306: 21 queries, 420 passages; each query's 20 passages are its candidates."""
-    from harness.formats.noveleval import read_noveleval
-
     where = Context.of(context).data
     data = read_noveleval(where.resolve(path))
     _require_queries(data.queries, data.files[1])
@@ -207,8 +201,6 @@ def load_scifact_dataset(
     abstract's sentences joined by a space; 5,183 documents) with Anserini's BEIR topics and qrels
     (300 queries, 339 judgments). ``member`` picks the CSV inside the zip (default
     ``corpus_train.csv``)."""
-    from harness.formats.scifact import read_scifact_corpus
-
     where = Context.of(context).data
     corpus_path, topics_path, qrels_path = where.resolve(corpus), where.resolve(topics), where.resolve(qrels)
     queries = read_any_topics(topics_path)
@@ -220,6 +212,4 @@ def load_scifact_dataset(
 
 def load_demo_dataset(name: str = "demo", context: ComponentContext | None = None) -> Dataset:
     """The packaged demo (no download): 40 documents, 10 queries with instructions, graded qrels."""
-    from harness.data.demo import demo_dir
-
     return load_beir_dataset(demo_dir(), split="test", name=name, context=context)

@@ -36,7 +36,12 @@ from harness.concepts.query import Query
 from harness.concepts.run import Run
 from harness.concepts.task import DataFile, Task
 from harness.context import Context
+from harness.data.download import ensure_task_files
+from harness.data.hub import HubFile, _error, check_hub_timeouts, endpoint, resolve_hub_revision
 from harness.data.hub_configs import Configs, match_files, read_card_configs
+from harness.formats.beir import as_id, iter_parquet, qrels_table, read_shards
+from harness.formats.jsonl import iter_jsonl_objects
+from harness.formats.shards import Table, merge_shards, merge_tables
 
 REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}$")
 FULL_COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -71,8 +76,6 @@ def check_source(repo: str, revision: str | None) -> str:
     branch = str(revision) if revision else "main"
     hint = ""
     try:
-        from harness.data.hub import resolve_hub_revision
-
         hint = f"; {branch} is commit {resolve_hub_revision(repo, branch)} now: add revision=<that id> to pin it"
     except DataError:
         hint = f"; the Hub in use could not say which commit {branch} names"
@@ -83,8 +86,6 @@ def check_source(repo: str, revision: str | None) -> str:
 def _listing_from_hub(repo: str, revision: str) -> list[Listed]:
     """The files of ``repo`` at ``revision`` with sizes and LFS digests: one info request bounded by
     ``HF_HUB_DOWNLOAD_TIMEOUT`` (the client's tree listing takes no timeout, so a stalled Hub could hold it)."""
-    from harness.data.hub import HubFile, _error, check_hub_timeouts, endpoint
-
     check_hub_timeouts()  # before the client is imported: it reads them with int() at import
     from huggingface_hub import HfApi, constants
 
@@ -196,8 +197,6 @@ def _safe(path: str) -> str:
 
 
 def _download(context: ComponentContext, label: str, rel: str, repo: str, revision: str, wanted: list[Listed]) -> None:
-    from harness.data.download import ensure_task_files
-
     files = [DataFile(path=f"{rel}/{_safe(f.path)}", url=HUB.format(repo=repo, revision=revision, path=f.path),
                       sha256=f.sha256, size=f.size) for f in wanted]
     ensure_task_files(Task(name=label, dataset="mteb", files=files), context.data, context.progress)
@@ -205,9 +204,6 @@ def _download(context: ComponentContext, label: str, rel: str, repo: str, revisi
 
 # -- tables -----------------------------------------------------------------------------------------------
 def _records(path: Path):
-    from harness.formats.beir import iter_parquet
-    from harness.formats.jsonl import iter_jsonl_objects
-
     if path.name.endswith(".parquet"):
         return iter_parquet(path), "row"
     return iter_jsonl_objects(path), "line"
@@ -215,8 +211,6 @@ def _records(path: Path):
 
 def _id_lists(paths: list[Path], list_field: str, legacy: str) -> dict[str, list[str]]:
     """``query-id`` -> list of doc ids (``top_ranked``, ``qrel_diff``); one pair per record also read."""
-    from harness.formats.beir import as_id
-
     out: dict[str, list[str]] = {}
     for path in paths:
         records, unit = _records(path)
@@ -230,9 +224,6 @@ def _id_lists(paths: list[Path], list_field: str, legacy: str) -> dict[str, list
 
 def _instructions(paths: list[Path]) -> tuple[dict[str, str], int]:
     """``query-id`` -> instruction; a query given twice: as for the other tables (``harness.formats.shards``)."""
-    from harness.formats.beir import as_id
-    from harness.formats.shards import Table, merge_tables
-
     def table(path: Path) -> Table[str, str]:
         records, unit = _records(path)
         out: dict[str, str] = {}
@@ -262,9 +253,6 @@ def _whole(table: Any) -> Any:
 
 
 def _qrels(paths: list[Path]) -> tuple[Qrels, int]:
-    from harness.formats.beir import qrels_table
-    from harness.formats.shards import merge_shards
-
     return merge_shards("qrels", (_whole(qrels_table(p)) for p in paths))
 
 
@@ -324,8 +312,6 @@ def load_mteb_dataset(
 
 
 def _assemble(label: str, data: Any, local: Any, read: list[Path], source: dict[str, Any]) -> Dataset:
-    from harness.formats.beir import read_shards
-
     corpus, same_docs = read_shards("corpus", local("corpus"))
     qrels, same_judgments = _qrels(local("qrels"))
     raw, same_queries = read_shards("queries", local("queries"))

@@ -47,9 +47,11 @@ from harness.concepts.query import Query, format_query
 from harness.concepts.run import Run
 from harness.concepts.task import Task
 from harness.context import Context
+from harness.data.download import ensure_task_files
 from harness.evaluation.options import ComponentArg, ComponentSpecs, EvalOptions
 from harness.results.layout import ResultsLayout
 from harness.results.result import EvalResult
+from harness.served.failure_policy import failure_report, merge_per_query
 
 AUTO_CANDIDATE_DEPTH = 1000  # MTEB's top_k (max of its k_values): how many of a query's candidates it scores
 
@@ -170,8 +172,6 @@ def load_task_dataset(context: Context, task: Task, download: bool = True) -> Da
     """Create the task's dataset, fetching its files into the context's data folder first when they
     are missing."""
     if task.files and download:
-        from harness.data.download import ensure_task_files
-
         ensure_task_files(task, context.data, context.progress)
     return context.registry.create("dataset", task.dataset, context, **task.dataset_args)
 
@@ -332,7 +332,6 @@ def apply_metrics(metrics: Sequence[Metric], runs: dict[str, Run], ds: Dataset,
 def _llm_failures(usage: dict[str, Any], components: dict[str, Any], max_share: float) -> dict[str, Any]:
     if not usage:
         return {}
-    from harness.served.failure_policy import failure_report, merge_per_query
 
     described = [components.get("retriever", {}), *components.get("rerankers", []), components.get("judge", {})]
     return failure_report(usage, merge_per_query(d.get("stats") or {} for d in described), max_share)

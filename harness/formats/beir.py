@@ -23,6 +23,7 @@ from harness.formats.files import iter_lines
 from harness.formats.grades import grade_from_value
 from harness.formats.jsonl import iter_jsonl_objects
 from harness.formats.shards import Table, merge_shards, qrels_from_rows
+from harness.formats.topics import topics_table
 from harness.formats.trec import check_new_judgment, parse_grade
 from harness.runtime.extras import require
 
@@ -167,8 +168,6 @@ def queries_table(path: str | os.PathLike[str]) -> Table[str, Query]:
     """:func:`read_queries` with the line (or Parquet row) of each query."""
     p = Path(path)
     if _is_tsv(p):
-        from harness.formats.topics import topics_table
-
         return topics_table(p)
     records, unit = _records(p)
     queries: dict[str, Query] = {}

@@ -15,6 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.concepts.errors import HarnessError
+from harness.llm.providers.anthropic import ANTHROPIC_URL
+from harness.llm.providers.openai import OPENAI_URL
+from harness.llm.spec import LLMSpec, normalize_url
+from harness.runtime.redact import MASK, redact_url
+from harness.served.batch.journal import LIVE
+from harness.served.batch.protocol import BatchCleanup
+from harness.served.batch.runner import unknown_batch
 from harness.served.request_errors import LLMError, ModelNotFound
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,10 +40,6 @@ def endpoint_allowed(base_url: str | None, endpoints: Iterable[str] = ()) -> boo
     ``ANTHROPIC_BASE_URL``), loopback, or one of ``endpoints`` (``--endpoint``)."""
     import os
     from urllib.parse import urlsplit
-
-    from harness.llm.providers.anthropic import ANTHROPIC_URL
-    from harness.llm.providers.openai import OPENAI_URL
-    from harness.llm.spec import normalize_url
 
     if not base_url:
         return True
@@ -120,16 +123,11 @@ class Batches:
     def records(self, include_ended: bool = False) -> list[BatchRecord]:
         """The pending batches (reserved or submitted); with ``include_ended``, also the collected,
         abandoned and cancelled ones."""
-        from harness.served.batch.journal import LIVE
-
         return self.journal.batches(None if include_ended else LIVE)
 
     def runner(self, rec: BatchRecord) -> Any:
         """The batch runner of a record's endpoint (its provider, model and base URL), refused with a
         :class:`~harness.HarnessError` when the base URL is not allowed or held credentials."""
-        from harness.llm.spec import LLMSpec
-        from harness.runtime.redact import MASK, redact_url
-
         if rec.base_url and MASK in rec.base_url:
             raise HarnessError(f"batch {rec.remote_id}: its base URL held credentials, which the journal does not "
                                f"keep; collect it by running the `harness eval` command that submitted it")
@@ -160,8 +158,6 @@ class Batches:
 
     def _abandon(self, rec: BatchRecord) -> str:
         """Mark a batch the provider answered 404 for as abandoned; returns the line that lists it."""
-        from harness.served.batch.runner import unknown_batch
-
         note = unknown_batch(rec)
         self.journal.mark_abandoned(rec.id, note)
         return f"{rec.remote_id}: {note}"
@@ -234,8 +230,6 @@ class Batches:
     def clean(self, records: Iterable[BatchRecord] | None = None, echo: Echo = _silent) -> CleanOutcome:
         """Delete at the provider what ``records`` (default: :meth:`cleanable`) left there; their
         replies stay in the cache. A provider whose batch API offers no delete keeps them."""
-        from harness.served.batch.protocol import BatchCleanup
-
         out = CleanOutcome()
         for rec in self.cleanable() if records is None else records:
             runner = self.runner(rec)

@@ -12,6 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.llm.session import get_client
+from harness.runtime.cachedir import default_cache_dir
+from harness.served.batch.journal import FILENAME, LIVE, BatchJournal
+from harness.served.reply_cache import LLMCache, llm_cache_dir
+
 Root = str | os.PathLike[str] | None
 
 
@@ -47,22 +52,16 @@ class ClearedCache:
 
 
 def _open(cache_dir: Root) -> Any:
-    from harness.served.reply_cache import LLMCache, llm_cache_dir
-
     return LLMCache(llm_cache_dir(cache_dir))
 
 
 def cache_path(cache_dir: Root = None) -> Path:
     """The LLM cache folder under the cache root ``cache_dir`` (``<root>/llm``)."""
-    from harness.served.reply_cache import llm_cache_dir
-
     return llm_cache_dir(cache_dir)
 
 
 def _pending_batches(folder: Path) -> int:
     """Batches of ``--llm-batch`` runs still live in the journal of the cache folder ``folder`` (0 without one)."""
-    from harness.served.batch.journal import FILENAME, LIVE, BatchJournal
-
     if not (folder / FILENAME).is_file():
         return 0
     journal = BatchJournal(folder / FILENAME)
@@ -100,9 +99,6 @@ def explain_cache_miss(spec: str, messages: Any, options: Mapping[str, Any] | No
                        cache_dir: Root = None) -> dict[str, Any]:
     """Why the request ``messages`` with chat ``options``, sent to ``spec``, misses the cache: the
     fields that differ from the nearest cached entry (nothing is sent)."""
-    from harness.llm.session import get_client
-    from harness.runtime.cachedir import default_cache_dir
-
     root = cache_dir if cache_dir is not None else default_cache_dir()
     client = get_client(spec, cache_dir=root, dry_run=True)
     return client.explain_miss(messages, **dict(options or {}))

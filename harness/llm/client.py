@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from harness.runtime.progress import ProgressSettings
 from harness.runtime.redact import redact_url
 from harness.served.batch.protocol import Pending
+from harness.served.batch.rounds import Rounds, deliver
 from harness.served.dryrun import DryRun, placeholder
 from harness.served.endpoint import Endpoint, guarded_call
 from harness.served.pool import bounded_map
@@ -283,8 +284,6 @@ class Client:
         rounds (:mod:`harness.served.batch.rounds`)."""
 
         if self.batch is not None:
-            from harness.served.batch.rounds import Rounds
-
             return Rounds(self._lookup, self._round).run(fn, items, max_workers, on_result)
 
         def one(item: T) -> R | LLMError:
@@ -328,8 +327,6 @@ class Client:
 
     def _round(self, requests: list[Pending]) -> list[Reply | LLMError]:
         """One stage through the batch API (placeholders in a dry run), answers in request order."""
-        from harness.served.batch.rounds import deliver
-
         if self.dry_run is not None:
             answers = self._placeholders(requests)
         elif hasattr(self.batch, "resolve"):

@@ -46,8 +46,19 @@ from typing import Any
 
 import numpy as np
 
+from harness.concepts.errors import HarnessError
+from harness.llm.session import endpoint_identity
+from harness.runtime.redact import redact_url
+from harness.served.batch.protocol import Pending
+from harness.served.batch.runner import BatchRunner
+from harness.served.endpoint import guarded_call
+from harness.served.pool import bounded_map
+from harness.served.reply_cache import key_of
 from harness.served.request_errors import BadRequest, LLMError, MalformedReply
+from harness.served.tokens import for_model, load
+from harness.served.transport import BadReply, count
 from harness.served.types import ChatOptions, Reply, TokenCounts
+from harness.served.usage import Usage
 
 log = logging.getLogger("harness.llm")
 CACHE_VERSION = "1"
@@ -86,8 +97,6 @@ def parse_embedding_reply(provider: Any, resp: Any, n: int) -> EmbeddingReply:
     checked: exactly ``n`` vectors, each index an integer of an input and given once, each vector checked
     by :func:`check_vector`, all of one length. Anything else is a :class:`MalformedReply` (a failed
     request) naming the input and what is wrong."""
-    from harness.served.transport import BadReply, count
-
     try:
         if not isinstance(resp, dict) or not isinstance(resp.get("data"), list):
             raise BadReply("no list of vectors ('data')")
@@ -122,7 +131,6 @@ def check_vector(emb: Any, what: str) -> np.ndarray:
     for its text), its largest magnitude within float32's range. Else :class:`BadReply`."""
     import binascii
 
-    from harness.served.transport import BadReply
 
     if isinstance(emb, str):  # encoding_format=base64
         try:
@@ -149,8 +157,6 @@ def check_vector(emb: Any, what: str) -> np.ndarray:
 
 
 def _checked_values(vec: np.ndarray, what: str) -> np.ndarray:
-    from harness.served.transport import BadReply
-
     if not vec.size:
         raise BadReply(f"{what} is empty")
     if not np.isfinite(vec).all():
@@ -195,8 +201,6 @@ def pending_text(messages: Sequence[Any]) -> str:
 @functools.lru_cache(maxsize=4)
 def _encoding(name: str = "cl100k_base") -> Any:
     """The :class:`~harness.served.tokens.Tokenizer` of encoding ``name``, or why there is none (a sentence)."""
-    from harness.served.tokens import load
-
     return load(name)
 
 
@@ -300,8 +304,6 @@ class InputRule:
 def input_rule(model: str, limits: EmbeddingLimits) -> InputRule:
     """The rule for ``model``: its encoding (:data:`harness.served.tokens.MODEL_ENCODINGS`) and the API's
     per-input limit where both are known and the table is here; else no exact count (``why``)."""
-    from harness.served.tokens import for_model
-
     name = for_model(model)
     if name is None:
         return InputRule(None, None, f"the tokenizer of model {model!r} is not known here (the server counts)")
@@ -369,8 +371,6 @@ class EmbeddingClient:
     # -- keys ------------------------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:
         """What decides a vector besides its text: picks the embedding cache's file."""
-        from harness.runtime.redact import redact_url
-
         url = getattr(self.provider, "base_url", None)
         return {"kind": "embeddings-api", "v": CACHE_VERSION, "provider": self.provider.name,
                 "base_url": redact_url(url) if url else None, "model": self.provider.model,
@@ -414,8 +414,6 @@ class EmbeddingClient:
         """The vectors the embedding cache holds for ``keys`` (by position): of this run's length (the
         cache's most common one sets it when nothing has yet), checked as a reply's are; a cached vector
         that fails is a miss (asked for again), counted in ``cache_refused``."""
-        from harness.served.transport import BadReply
-
         arr, found = self.cache.lookup(keys, self.dim)
         out: dict[int, np.ndarray] = {}
         refused = 0
@@ -475,7 +473,6 @@ class EmbeddingClient:
                 self.usage.record_call(self.label, Reply("", "dry_run", usage=TokenCounts(sum(tokens[i] for i in g), 0),
                                                          model=self.provider.model, dry_run=True))
             return {}, {}, set()
-        from harness.served.pool import bounded_map
 
         def one(group: list[int]) -> list[np.ndarray | Shortened | LLMError]:
             return self._group([texts[i] for i in group], [tokens[i] for i in group])
@@ -535,8 +532,6 @@ class EmbeddingClient:
         """One request (all its attempts) through the endpoint's gate, bound, breaker and retries; a
         rejection as over the maximum context length is returned (counted), not raised: the caller
         shortens, and it is no failure of the endpoint."""
-        from harness.served.endpoint import guarded_call
-
         def attempt(time_left: float | None) -> EmbeddingReply | OverLimit:
             with self.endpoint.slot():
                 with self._lock:
@@ -571,9 +566,6 @@ class EmbeddingClient:
     def _fetch_batch(self, texts: list[str]) -> tuple[dict[int, np.ndarray], dict[int, str]]:
         """One text per batch line, keyed by its reply-cache key; what an earlier (killed) run collected
         is read from the reply cache, what a live batch holds is adopted, the rest submitted."""
-        from harness.served.batch.protocol import Pending
-        from harness.served.reply_cache import key_of
-
         got: dict[int, np.ndarray] = {}
         pending: dict[str, Pending] = {}
         where: dict[str, list[int]] = {}
@@ -615,8 +607,6 @@ class EmbeddingClient:
 
     def _stored(self, entry: Any) -> np.ndarray | None:
         """The vector a reply-cache entry holds, checked as a reply's (None: a miss, asked for again)."""
-        from harness.served.transport import BadReply
-
         try:
             text = entry["reply"]["text"]
             vec = check_vector(text if isinstance(text, str) else None, "a cached vector")
@@ -630,8 +620,6 @@ class EmbeddingClient:
     def _collected(self, reply: Reply) -> np.ndarray | LLMError:
         """A batch result's vector checked as a direct reply's: the vector, or the failure (counted in usage:
         the run is INCOMPLETE)."""
-        from harness.served.transport import BadReply
-
         try:
             vec = check_vector(reply.text, "the vector")
             self._check_dim(len(vec))
@@ -670,8 +658,6 @@ def make_embedding_client(session: Any, spec: Any, *, dimensions: int | None, ba
     """An :class:`EmbeddingClient` for an LLM spec (``openai:MODEL[:base_url=...]``, replicas included)
     in ``session`` (an :class:`~harness.llm.session.LLMSession`): its endpoint, retry policy, prices, dry
     run and batch settings; its usage is part of the session's (the failure policy reads it)."""
-    from harness.served.usage import Usage
-
     s = session.settings
     dry = bool(s.dry_run)
     conc = int(spec.client_args.get("max_concurrency") or s.max_concurrency)
@@ -690,7 +676,6 @@ def make_embedding_client(session: Any, spec: Any, *, dimensions: int | None, ba
     if make_cache is not None and s.use_cache:
         client.cache = make_cache(client.identity())
     if s.batch:
-        from harness.concepts.errors import HarnessError
         api = getattr(provider, "embeddings_batch_api", lambda: None)()
         if api is None:
             raise HarnessError(f"--llm-batch: {client.label} has no Batch API (OpenAI's has one; an "
@@ -702,9 +687,6 @@ def make_embedding_client(session: Any, spec: Any, *, dimensions: int | None, ba
         if dry:
             client.batch = True
         else:
-            from harness.llm.session import endpoint_identity
-            from harness.served.batch.runner import BatchRunner
-
             ident = endpoint_identity(provider)
             ident["endpoint"] = "embeddings:" + ident["endpoint"]
             client.batch = BatchRunner(api, session.journal(client.reply_cache), client.reply_cache, client.usage,

@@ -23,9 +23,12 @@ from harness.components.registry import Registry, accepts_parameter
 from harness.concepts.errors import HarnessError, UnknownComponentError
 from harness.llm.client import Client
 from harness.llm.providers import builtin_registry
+from harness.llm.providers.replicas import ReplicaSet
 from harness.llm.spec import ALIASES, COMPAT, LLMSpec, parse_llm_spec
 from harness.runtime.progress import ProgressSettings
 from harness.runtime.redact import redact_url
+from harness.served.batch.journal import FILENAME, BatchJournal
+from harness.served.batch.runner import BatchRunner
 from harness.served.dryrun import DryRun
 from harness.served.endpoint import Endpoint
 from harness.served.precedence import (
@@ -168,8 +171,6 @@ class LLMSession:
 
     def journal(self, cache: LLMCache) -> BatchJournal:
         """The batch journal beside ``cache`` (``<cache>/batches.db``), one per folder."""
-        from harness.served.batch.journal import FILENAME, BatchJournal
-
         path = cache.path / FILENAME
         with self._lock:
             if path not in self._journals:
@@ -179,8 +180,6 @@ class LLMSession:
     def batch_runner(self, client: Client) -> BatchRunner:
         """The batch side of ``client`` (``--llm-batch``): its provider's batch API, the journal beside
         its cache, the settings' waiting, polling and resend rules."""
-        from harness.served.batch.runner import BatchRunner
-
         api = getattr(client.provider, "batch_api", lambda: None)()
         if api is None:
             raise HarnessError(f"--llm-batch: provider {client.provider.name!r} has no batch API (openai and "
@@ -306,8 +305,6 @@ class LLMSession:
                     ) -> tuple[ReplicaSet, Endpoint]:
         """A spec's replica set (``base_url=[...]``) and the endpoint of the set: one provider and one
         endpoint per URL, each bounded by ``max_concurrency``; the set's bound is their sum."""
-        from harness.llm.providers.replicas import ReplicaSet
-
         if spec.provider != COMPAT:
             raise HarnessError(f"LLM {redact_url(str(spec))}: only {COMPAT} servers take several base URLs (replicas)")
         providers = [self.resolve_provider(replace(spec, base_url=url, replicas=()), require_key=require_key)

@@ -9,6 +9,7 @@ from harness.components.component_spec import parse_spec
 from harness.components.registry import Registry
 from harness.concepts.errors import HarnessError, UnknownComponentError
 from harness.metrics.names import MAX_NAME_CHARS, STANDARD_ALIASES, check_cutoff
+from harness.metrics.standard import StandardMetric, parse_measure
 
 _AT_K = re.compile(r"(?P<family>.+)@(?P<k>[+-]?[0-9]+)")
 
@@ -34,8 +35,6 @@ def _registered(registry: Registry, text: str) -> tuple[Any, dict[str, Any]] | N
 
 
 def _is_standard(name: str) -> bool:
-    from harness.metrics.standard import parse_measure
-
     try:
         parse_measure(name, check=False)
     except HarnessError:
@@ -59,8 +58,6 @@ def resolve_metrics(registry: Registry, names: list[str]) -> list[Any]:
     ``cutoff=10``), else a standard measure (``nDCG@10``, ``MRR@10``, any ir-measures syntax).
     A cutoff (``@k``, ``cutoff=k``) must be a whole number from 1 to :data:`~.names.MAX_CUTOFF`.
     All standard measures are merged into one object so they are computed in one pass."""
-    from harness.metrics.standard import StandardMetric, parse_measure
-
     out: list[Any] = []
     standard: StandardMetric | None = None
     check_names(names)

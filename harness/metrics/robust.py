@@ -24,6 +24,7 @@ from typing import Any
 
 from harness.concepts.errors import HarnessError
 from harness.concepts.protocols import MetricInput, MetricResult
+from harness.metrics.standard import StandardMetric
 
 GROUPINGS = ("id", "text", "meta")
 
@@ -76,8 +77,6 @@ class Robustness:
         return by_query
 
     def compute(self, inp: MetricInput) -> MetricResult:
-        from harness.metrics.standard import StandardMetric
-
         (mode,) = inp.runs
         ndcg = f"nDCG@{self.k}"
         res = StandardMetric(name=ndcg).compute(inp)

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from harness.components.component_spec import parse_spec
 from harness.concepts.errors import HarnessError
 from harness.concepts.mteb_block import block_disagreements
 from harness.concepts.task import Task
@@ -40,8 +41,6 @@ class Decision:
 
 def mteb_spec(dataset: Any) -> dict[str, Any] | None:
     """The arguments of a ``mteb:`` dataset spec (the built-in ``mteb`` dataset), or None for any other value."""
-    from harness.components.component_spec import parse_spec
-
     if not isinstance(dataset, str) or len(dataset) > MAX_SPEC or "mteb" not in dataset:
         return None
     try:

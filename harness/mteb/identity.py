@@ -31,8 +31,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from harness.components.registry import accepts_context
 from harness.concepts.component_context import ComponentContext
-from harness.concepts.errors import DataError, HarnessError
+from harness.concepts.errors import DataError, HarnessError, UnknownComponentError
 from harness.concepts.mteb_block import block_disagreements, check_mteb_block
 from harness.concepts.task import Task
 from harness.context import Context
@@ -73,9 +74,6 @@ def _show(value: Any) -> str:
 
 def registered_task(name: str, context: ComponentContext | None = None) -> Task | None:
     """The task registered under exactly ``name`` (None when nothing registers it)."""
-    from harness.components.registry import accepts_context
-    from harness.concepts.errors import UnknownComponentError
-
     ctx = Context.of(context)
     try:
         component = ctx.registry.lookup("task", name)

@@ -20,6 +20,7 @@ import numpy as np
 
 from harness.concepts.errors import HarnessError
 from harness.rerankers.model_base import ModelReranker
+from harness.runtime.extras import require
 
 ACTIVATIONS = ("default", "identity", "sigmoid", "log-softmax")
 PRESETS: Mapping[str, dict[str, Any]] = MappingProxyType({
@@ -55,8 +56,6 @@ class CrossEncoderReranker(ModelReranker):
                          **options)
 
     def require(self) -> None:
-        from harness.runtime.extras import require
-
         require("sentence_transformers", "dense", "reranker 'cross-encoder'")
 
     def settings(self) -> dict[str, Any]:

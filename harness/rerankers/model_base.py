@@ -22,8 +22,10 @@ from harness.concepts.document import Document
 from harness.concepts.errors import HarnessError
 from harness.concepts.query import Query
 from harness.concepts.run import Run, strictly_decreasing
+from harness.rerankers.score_cache import ScoreCache, default_scores_dir
 from harness.runtime import weights
 from harness.runtime.extras import require
+from harness.runtime.progress import progress
 
 DTYPES = ("float32", "float16", "bfloat16", "auto")
 
@@ -111,8 +113,6 @@ class ModelReranker:
     @property
     def cache(self) -> Any:
         if self.use_cache and self._cache is None:
-            from harness.rerankers.score_cache import ScoreCache, default_scores_dir
-
             self._cache = ScoreCache(self.identity(), self.cache_dir or default_scores_dir(self.context))
         return self._cache if self.use_cache else None
 
@@ -180,8 +180,6 @@ class ModelReranker:
         return scores[[pos[p] for p in pairs]] if pairs else np.zeros(0)
 
     def _score_missing(self, unique: list[tuple[str, str]], todo: list[int], scores: np.ndarray) -> None:
-        from harness.runtime.progress import progress
-
         settings = getattr(self.context, "progress", None)
         bar = progress(len(todo), f"{self.label}: scoring", settings=settings, unit="pair", leave=True,
                        enabled=self.show_progress is not False, min_total=0 if self.show_progress else 257)

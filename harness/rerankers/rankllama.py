@@ -27,6 +27,7 @@ from harness.concepts.errors import HarnessError
 from harness.concepts.query import Query
 from harness.rerankers.model_base import ModelReranker
 from harness.runtime import weights
+from harness.runtime.extras import require
 
 
 class RankLlamaReranker(ModelReranker):
@@ -44,8 +45,6 @@ class RankLlamaReranker(ModelReranker):
         self.base_dir = self._locate(self.base_model)
 
     def require(self) -> None:
-        from harness.runtime.extras import require
-
         super().require()
         require("peft", "rankllama", "reranker 'rankllama'")
 

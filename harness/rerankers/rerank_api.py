@@ -32,9 +32,15 @@ from harness.concepts.errors import HarnessError
 from harness.concepts.query import Query
 from harness.concepts.run import Run, strictly_decreasing
 from harness.context import Context
+from harness.llm.embedding_client import count_tokens
+from harness.rerankers.rerank_requests import PROVIDERS, RerankProvider
 from harness.runtime.redact import redact_url
+from harness.served.endpoint import guarded_call
+from harness.served.pool import bounded_map
+from harness.served.reply_cache import key_of
 from harness.served.request_errors import LLMError
 from harness.served.types import Reply, TokenCounts
+from harness.served.usage import Usage
 
 NAME = "rerank-api"
 MAX_NAMED = 1000
@@ -70,9 +76,6 @@ class RerankAPIReranker:
                  api_key_env: str | None = None, max_documents: int | None = None,
                  max_doc_bytes: int | None = None, max_concurrency: int | None = None,
                  timeout: float | None = None, cache: bool = True, context: ComponentContext | None = None) -> None:
-        from harness.rerankers.rerank_requests import PROVIDERS, RerankProvider
-        from harness.served.usage import Usage
-
         if provider != "tei" and not model:
             raise HarnessError(f"{NAME}: name the model, e.g. {NAME}:provider=cohere,model=rerank-english-v2.0")
         for name, value in (("max_documents", max_documents), ("max_doc_bytes", max_doc_bytes)):
@@ -133,7 +136,6 @@ class RerankAPIReranker:
     def _cached(self, query: str, doc: str) -> float | None:
         if self.cache is None:
             return None
-        from harness.served.reply_cache import key_of
 
         entry = self.cache.get(key_of(self.payload(query, doc)))
         if entry is None:
@@ -147,8 +149,6 @@ class RerankAPIReranker:
 
     def _store(self, query: str, doc: str, score: float) -> None:
         if self.cache is not None:
-            from harness.served.reply_cache import key_of
-
             payload = self.payload(query, doc)
             self.cache.set(key_of(payload), payload, Reply(repr(float(score)), model=self.provider.model,
                                                            provider=self.provider.name))
@@ -168,8 +168,6 @@ class RerankAPIReranker:
         for start in range(0, len(todo), self.max_documents):
             group = todo[start:start + self.max_documents]
             if self.dry_run:
-                from harness.llm.embedding_client import count_tokens
-
                 n = sum(count_tokens(docs[i]) + count_tokens(query) for i in group)
                 self.usage.record_call(self.label, Reply("", "dry_run", usage=TokenCounts(n, 0), dry_run=True))
                 out.update({i: 0.0 for i in group})
@@ -185,8 +183,6 @@ class RerankAPIReranker:
         return out, errors
 
     def _send(self, query: str, docs: list[str]) -> list[float]:
-        from harness.served.endpoint import guarded_call
-
         def attempt(left: float | None) -> tuple[list[float], int, str]:
             with self.endpoint.slot():
                 with self._lock:
@@ -201,8 +197,6 @@ class RerankAPIReranker:
         return scores
 
     def rerank(self, queries: Mapping[str, Query], run: Run, corpus: Mapping[str, Document]) -> Run:
-        from harness.served.pool import bounded_map
-
         qids = [q for q in run if q in queries]
 
         def one(qid: str) -> tuple[str, list[tuple[str, float]]]:

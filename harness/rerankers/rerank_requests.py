@@ -23,10 +23,19 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from harness.llm.providers.base import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, BaseProvider, error_for_status
-from harness.served.request_errors import ConnectionFailed, LLMTimeout, MalformedReply
+from harness.concepts.errors import HarnessError
+from harness.llm.providers.base import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_READ_TIMEOUT,
+    DUMMY_KEY,
+    BaseProvider,
+    error_for_status,
+    key_source,
+    resolve_key,
+)
+from harness.served.request_errors import ConnectionFailed, LLMError, LLMTimeout, MalformedReply
 from harness.served.retry import parse_retry_after
-from harness.served.transport import BadReply, count, number, reply_json
+from harness.served.transport import BadReply, HTTPStatusError, ReplyTooLarge, count, number, post, reply_json
 
 
 @dataclass(frozen=True)
@@ -73,9 +82,6 @@ class RerankProvider(BaseProvider):
     def __init__(self, model: str, provider: str = "cohere", base_url: str | None = None,
                  api_key_env: str | None = None, timeout: float = DEFAULT_READ_TIMEOUT,
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, require_key: bool = True) -> None:
-        from harness.concepts.errors import HarnessError
-        from harness.llm.providers.base import DUMMY_KEY, key_source, resolve_key
-
         if provider not in PROVIDERS:
             raise HarnessError(f"rerank-api: provider must be one of {', '.join(PROVIDERS)}, not {provider!r}")
         self.shape = PROVIDERS[provider]
@@ -98,8 +104,6 @@ class RerankProvider(BaseProvider):
     def client(self) -> Any:
         """No SDK: each request is one ``urllib`` POST (this provider keeps no connection)."""
         if self._api_key is None:
-            from harness.served.request_errors import LLMError
-
             raise LLMError("no API key (dry-run client used for a real call)", provider=self.name)
         return None
 
@@ -119,7 +123,6 @@ class RerankProvider(BaseProvider):
         import http.client
         import json
 
-        from harness.served.transport import HTTPStatusError, ReplyTooLarge, post
 
         self.client()
         headers = {"Content-Type": "application/json"}

@@ -17,13 +17,13 @@ import numpy as np
 
 from harness.concepts.component_context import ComponentContext
 from harness.retrievers.dense.embedding_cache import EmbeddingCache, text_key
+from harness.runtime.cachedir import default_cache_dir
 
 
 def default_scores_dir(context: ComponentContext | None = None) -> Path:
     """``scores/`` under the evaluation's cache folder, else under the default cache root."""
     if context is not None and getattr(context, "cache_dir", None):
         return Path(context.cache_dir) / "scores"
-    from harness.runtime.cachedir import default_cache_dir
 
     return default_cache_dir() / "scores"
 

@@ -40,7 +40,9 @@ from harness.concepts.errors import HarnessError
 from harness.concepts.query import Query
 from harness.concepts.run import Run
 from harness.context import Context
+from harness.llm.pointwise import Item, PointwiseScorer
 from harness.rerankers.model_base import ModelReranker, candidate_pairs, rank
+from harness.served.types import user
 
 TEMPLATES: Mapping[str, str] = MappingProxyType({
     "llama": "Determine if the following document is relevant to the query (true/false).\n\n"
@@ -92,8 +94,6 @@ class LLMTrueFalse:
 
     def __init__(self, template: str = "followir", llm: str | None = None, top_logprobs: int = 20,
                  context: ComponentContext | None = None) -> None:
-        from harness.llm.pointwise import PointwiseScorer
-
         self.template = _template(template)
         if isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int) or not 2 <= top_logprobs <= 20:
             raise HarnessError(f"true-false: top_logprobs must be an integer from 2 to 20, not {top_logprobs!r}")
@@ -104,15 +104,11 @@ class LLMTrueFalse:
         self.scorer = PointwiseScorer(self.client)
 
     def request(self, text: str, tokens: Sequence[str]) -> dict[str, Any]:
-        from harness.served.types import user
-
         return {"messages": [user(text)], "max_tokens": 1, "temperature": 0, "logprobs": True,
                 "top_logprobs": self.top_logprobs,
                 "extra": {"raw_prompt": True, "score_tokens": list(tokens), "fresh_prompt": True}}
 
     def rerank(self, queries: Mapping[str, Query], run: Run, corpus: Mapping[str, Document]) -> Run:
-        from harness.llm.pointwise import Item
-
         keys = candidate_pairs(queries, run, corpus)
         texts = {k: prompt(self.template, queries[k[0]].text, corpus[k[1]].full_text()) for k in keys}
         first = self.scorer.score([Item(k, k[0], self.request(texts[k], (TRUE, FALSE))) for k in keys], _found)

@@ -26,6 +26,12 @@ from harness.concepts.document import Document
 from harness.concepts.errors import DataError, HarnessError
 from harness.concepts.run import Run
 from harness.context import Context
+from harness.llm.embedding_client import make_embedding_client, unit_rows
+from harness.llm.spec import COMPAT, LLMSpec, _is_list, replica_urls
+from harness.retrievers.dense.embedding_cache import EmbeddingCache
+from harness.retrievers.dense.index_search import IndexSearch
+from harness.retrievers.dense.presets import get_preset, render
+from harness.retrievers.dense.search import as_hits, exact_top_k
 from harness.runtime.redact import redact_url
 
 NAME = "openai-embeddings"
@@ -39,8 +45,6 @@ def _llm_spec(model: str, base_url: Any, api_key_env: str | None, timeout: float
     """The LLM spec of the endpoint: ``openai`` for OpenAI's API (no base_url, or api.openai.com),
     ``openai-compatible`` for another server (no key is sent unless ``api_key_env`` names one), a replica
     set for a list of base URLs."""
-    from harness.llm.spec import COMPAT, LLMSpec, _is_list, replica_urls
-
     args: dict[str, Any] = {}
     if api_key_env:
         args["api_key_env"] = str(api_key_env)
@@ -61,8 +65,6 @@ def _llm_spec(model: str, base_url: Any, api_key_env: str | None, timeout: float
 def _templates(preset: str | None, query_prompt: str | None, doc_prompt: str | None,
                instruction: str | None) -> tuple[str, str, str, str]:
     """(query template, document template, preset name, instruction), as ``dense`` renders them."""
-    from harness.retrievers.dense.presets import get_preset
-
     p = get_preset(preset) if preset and str(preset).lower() not in ("none", "off") else None
     instr = instruction if instruction is not None else (p.instruction if p else "")
     query, doc = p.templates(instr) if p else ("{text}", "{text}")
@@ -88,8 +90,6 @@ class APIEncoder:
                  batch_size: int | None = None, max_concurrency: int | None = None, timeout: float | None = None,
                  cache: bool = True, provider: str | None = None, label: str = NAME,
                  context: ComponentContext | None = None) -> None:
-        from harness.llm.embedding_client import make_embedding_client
-
         if not model:
             raise HarnessError(f"{NAME}: name the model, e.g. {NAME}:model=text-embedding-3-small")
         for name, value in (("dimensions", dimensions), ("batch_size", batch_size)):
@@ -102,7 +102,6 @@ class APIEncoder:
         self.normalize = True if normalize is None else bool(normalize)
         ctx = Context.of(context)
         self.spec = _llm_spec(self.model_name, base_url, api_key_env, timeout, max_concurrency, provider)
-        from harness.retrievers.dense.embedding_cache import EmbeddingCache
 
         folder = ctx.cache_dir / "embeddings"
         self.client = make_embedding_client(ctx.llm, self.spec, dimensions=dimensions, batch_size=batch_size,
@@ -123,16 +122,12 @@ class APIEncoder:
 
     def vectors(self, texts: list[str], role: str) -> tuple[np.ndarray, np.ndarray]:
         """``(vectors, failed)``: one row per text (normalised when ``normalize``), and which failed."""
-        from harness.retrievers.dense.presets import render
-
         if self._served is None and not self.client.dry_run and texts:
             self._served = self._server_models()
         template = self.template(role)
         result = self.client.embed([render(template, t) for t in texts])
         vecs = result.vectors
         if self.normalize and vecs.shape[1]:
-            from harness.llm.embedding_client import unit_rows
-
             vecs = unit_rows(vecs)  # in float64, whatever the vectors' scale (1e20 and 1e-30 rank alike)
         for row, why in result.errors.items():
             if result.failed[row]:
@@ -213,8 +208,6 @@ class OpenAIEmbeddingsRetriever:
         self.failed_documents_texts: list[str] = []
         self.failed_queries: dict[str, int] = {}
         if index is not None:
-            from harness.retrievers.dense.index_search import IndexSearch
-
             self.store = IndexSearch(index)
             self._check_index()
 
@@ -269,8 +262,6 @@ class OpenAIEmbeddingsRetriever:
         self._matrix = vecs[keep]
 
     def search(self, queries: Mapping[str, str], k: int) -> Run:
-        from harness.retrievers.dense.search import as_hits, exact_top_k
-
         qids = list(queries)
         if self._matrix is None and self.store is None:
             raise HarnessError(f"{NAME}: search() called before index()")

@@ -37,6 +37,7 @@ from typing import Any
 from urllib.parse import quote
 
 from harness.concepts.errors import HarnessError
+from harness.formats import bounded as files
 
 DBNAME = "cache.db"
 #: diskcache's value modes: the two the harness writes, and the one that unpickles
@@ -206,8 +207,6 @@ def entry_problem(entry: Any) -> str | None:
 def decode_entry(folder: object, key: str, data: str | bytes) -> dict[str, Any]:
     """The entry stored as ``data`` under ``key``: bounded JSON of the entry's shape whose request
     hashes to ``key``, else :class:`CacheEntryError`."""
-    from harness.formats import bounded as files
-
     try:
         entry = files.loads(data, "the entry")
     except HarnessError as exc:

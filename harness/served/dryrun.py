@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.served.tokens import load
 from harness.served.types import ChatOptions, Message, Reply, TokenCounts
 
 
@@ -30,8 +31,6 @@ class DryRun:
 @functools.lru_cache(maxsize=1)
 def _encoder() -> Any:
     """o200k_base's :class:`~harness.served.tokens.Tokenizer`, or None (no tiktoken, or no table here)."""
-    from harness.served.tokens import load
-
     found = load("o200k_base")
     return None if isinstance(found, str) else found
 

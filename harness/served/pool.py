@@ -8,6 +8,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from harness.runtime.progress import progress
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -17,7 +19,6 @@ def _progress_bar(total: int | None, label: str | None, settings: Any = None) ->
     every 15 s in a log; mode ``off`` shows nothing), or None."""
     if not label or not total or total < 2:
         return None
-    from harness.runtime.progress import progress
 
     bar = progress(total, label, settings=settings, unit="call", stream=sys.stderr)
     return bar if bar.enabled else None

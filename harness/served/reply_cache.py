@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.runtime.cachedir import default_cache_dir
 from harness.runtime.procs import process_gone
 from harness.served.cache_rows import (  # noqa: F401 (canonical_json, key_of: public here)
     CacheEntryError,
@@ -52,8 +53,6 @@ log = logging.getLogger("harness.llm")
 
 def llm_cache_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     """``<cache_dir or the default root>/llm`` (:func:`harness.runtime.cachedir.default_cache_dir`)."""
-    from harness.runtime.cachedir import default_cache_dir
-
     return (Path(cache_dir).expanduser() if cache_dir else default_cache_dir()) / SUBDIR
 
 

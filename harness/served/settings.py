@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.runtime.numbers import MAX_SECONDS, finite_number
+from harness.runtime.redact import redact_url
 from harness.served.endpoint import DEFAULT_MAX_CONSECUTIVE_FAILURES, DEFAULT_REPLICA_RETRY_S
 from harness.served.retry import RetryPolicy
 
@@ -130,8 +131,6 @@ class LLMSettings:
 
     def as_dict(self) -> dict[str, Any]:
         """For results.json (no secrets live here: a URL's credentials are masked)."""
-        from harness.runtime.redact import redact_url
-
         return {"llm": redact_url(self.llm) if self.llm else None, "cache_dir": self.cache_dir,
                 "use_cache": self.use_cache, "max_concurrency": self.max_concurrency, "dry_run": self.dry_run,
                 "prices": self.prices, "timeout": self.timeout, "connect_timeout": self.connect_timeout,

@@ -32,6 +32,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from harness.concepts.errors import HarnessError
+from harness.formats.bounded import loads
+
 #: the most bytes read of one reply (an embeddings reply of 2,048 inputs of 3,072 dimensions is ~140 MB)
 MAX_REPLY_BYTES = 256 * 2**20
 
@@ -124,8 +127,6 @@ def http_client(sdk: Any, **kwargs: Any) -> Any:
     """The SDK's default httpx client (``sdk.DefaultHttpxClient(**kwargs)``) with every connection pool
     (direct and proxies) honouring :func:`reply_deadline`. An SDK whose client is built otherwise is an
     error here, never a client without the deadline."""
-    from harness.concepts.errors import HarnessError
-
     client = sdk.DefaultHttpxClient(**kwargs)
     transports = [getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()]
     wrapped = 0
@@ -295,9 +296,6 @@ class BadReply(ValueError):
 def reply_json(raw: bytes) -> Any:
     """A reply body as JSON, with bounded work: UTF-8, nesting at most 64 deep, integers of at most 19
     digits, no key twice in an object (:func:`harness.formats.bounded.loads`)."""
-    from harness.concepts.errors import HarnessError
-    from harness.formats.bounded import loads
-
     try:
         return loads(raw, "the reply")
     except HarnessError as exc:

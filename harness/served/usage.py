@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.served.dryrun import tokenizer_name
 from harness.served.pricing import PriceTable
 from harness.served.types import Reply
 
@@ -177,8 +178,6 @@ class Usage:
         failure_kinds = Counter({k: v for k, v in t.errors.items() if not k.startswith("retried:")})
         extra: dict[str, Any] = {}
         if self.dry_run:
-            from harness.served.dryrun import tokenizer_name
-
             extra["tokenizer"] = tokenizer_name()
         return {
             "dry_run": self.dry_run,

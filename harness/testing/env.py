@@ -9,6 +9,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from harness.context import Context
+from harness.plugins.host import PluginHost
+from harness.runtime.progress import ProgressSettings
+from harness.served.retry import RetryPolicy
+from harness.served.settings import LLMSettings
+
 LLM_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "HARNESS_LLM")
 
 
@@ -57,8 +63,6 @@ def plugin_registry(*plugins: object, entry_points: bool = False) -> Any:
     """A registry of the built-in components plus ``plugins`` (modules or objects with hook
     implementations), registered in-process as a plugin test wants (no entry-point scan unless
     ``entry_points``)."""
-    from harness.plugins.host import PluginHost
-
     host = PluginHost(load_entry_points=entry_points)
     for plugin in plugins:
         name = getattr(plugin, "__name__", type(plugin).__name__)
@@ -72,11 +76,6 @@ def isolated_context(cache_dir: str | Path, *, registry: Any = None, data_dir: s
     """A :class:`harness.Context` for a test: its own cache folder, fast LLM retries (millisecond
     waits), no progress output, and the LLM settings given (``llm=``, ``dry_run=``, ``timeout=``...).
     ``registry``: the components to use (default: the installed plugins)."""
-    from harness.context import Context
-    from harness.runtime.progress import ProgressSettings
-    from harness.served.retry import RetryPolicy
-    from harness.served.settings import LLMSettings
-
     settings = LLMSettings(retry=RetryPolicy.fast()).merged(**llm_settings)
     return Context.create(registry=registry, cache_dir=cache_dir, data_dir=data_dir, llm=settings,
                           progress=ProgressSettings("off"))

@@ -42,6 +42,8 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from harness.testing.env import isolated_environment
+
 FULL_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 #: the settings that keep huggingface_hub offline (``TRANSFORMERS_OFFLINE`` counts as one for it)
 OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
@@ -190,7 +192,6 @@ class HubServer:
         import subprocess
         import sys
 
-        from harness.testing.env import isolated_environment
 
         folder = Path(folder)
         data = folder / "data"

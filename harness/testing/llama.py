@@ -31,6 +31,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from harness.llm.providers.local import packaged_gguf
+
 #: llama.cpp's ``enum llama_pooling_type``
 POOLING = MappingProxyType({"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": 4})
 
@@ -77,8 +79,6 @@ class LlamaServer:
         return f"openai-embeddings:model={self.alias},base_url={self.url}/v1"
 
     def start(self) -> LlamaServer:
-        from harness.llm.providers.local import packaged_gguf
-
         path = Path(self.gguf) if self.gguf else packaged_gguf(self.cache_dir)[0]
         self.port = free_port(self.host)
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host", self.host,

@@ -63,7 +63,7 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import parse_qs
 
-from harness.testing.api_routes import RawReply, api_tokenizer
+from harness.testing.api_routes import HOSTILE, RawReply, api_tokenizer, embeddings_reply, rerank_reply
 from harness.testing.llm_batches import AcknowledgementLost, BatchError, BatchRecord, BatchStore, ExpireRule
 
 _TOKEN_RE = re.compile(r"\s?\w+|\s?[^\w\s]|\s+")
@@ -169,8 +169,6 @@ class TestServer:
         #: texts whose requests always fail (500); the only API key accepted (None: any), else 401
         self.rerank_limit, self.fail_texts, self.auth_key = int(rerank_limit), fail_texts, auth_key
         if isinstance(api_tamper, str):
-            from harness.testing.api_routes import HOSTILE
-
             api_tamper = HOSTILE[api_tamper]
         #: hostile replies of the embeddings and rerank routes; replies sent a byte at a time (module docstring)
         self.api_tamper, self.trickle_s = api_tamper, float(trickle_s)
@@ -399,8 +397,6 @@ class TestServer:
 
     def _api_reply(self, api: str, path: str, body: dict) -> tuple[int, Any]:
         """(status, JSON) of an embeddings or rerank request (:mod:`harness.testing.api_routes`), counted."""
-        from harness.testing.api_routes import embeddings_reply, rerank_reply
-
         if api == "embeddings":
             inputs = body.get("input")
             inputs = [inputs] if isinstance(inputs, str) else inputs if isinstance(inputs, list) else []

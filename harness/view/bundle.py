@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.concepts.errors import HarnessError
 from harness.view.catalog import CHUNK, Catalog, _member_task
+from harness.view.comparison import compare_payload
 from harness.view.jsontext import dumps
 from harness.view.server import CSP_META, asset
 
@@ -181,8 +182,6 @@ def _write_queries(catalog: Catalog, q_dir: _Folder, rid: str, n: int) -> None:
 
 
 def _write_comparisons(catalog: Catalog, data: _Folder, by_task: dict[str, list[str]], permutations: int) -> list[str]:
-    from harness.view.comparison import compare_payload
-
     compared = []
     folder = data.folder("compare")
     try:

@@ -21,6 +21,7 @@ from harness.formats import bounded as files_in
 from harness.results.layout import RESULTS, VIEW_FILES, first_stage_name
 from harness.results.store import StoredResults, read_results
 from harness.results.table import metrics_table
+from harness.served.cache_rows import CacheReader, ForeignCacheError
 from harness.view import rows as rows_of
 
 #: queries per file of the static bundle's per-query data
@@ -319,8 +320,6 @@ class Catalog:
     def _reader(self, folder: Path) -> tuple[Any, str | None]:
         """One read-only reader per cache folder (:class:`harness.served.cache_rows.CacheReader`: nothing is
         created or changed there), or the note saying why none."""
-        from harness.served.cache_rows import CacheReader, ForeignCacheError
-
         real = os.path.realpath(folder)
         with self._readers_lock:
             if real not in self._readers:

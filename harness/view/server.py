@@ -30,6 +30,7 @@ from urllib.parse import unquote, urlsplit
 
 from harness.concepts.errors import HarnessError
 from harness.view.catalog import Catalog
+from harness.view.comparison import compare_payload
 from harness.view.jsontext import dumps
 
 #: the policy a ``<meta>`` tag can carry (the bundle's)
@@ -235,8 +236,6 @@ class Handler(BaseHTTPRequestHandler):
         if len(parts) == 3 and parts[0] == "query":
             return c.query_payload(parts[1], parts[2])
         if len(parts) >= 3 and parts[0] == "compare":
-            from harness.view.comparison import compare_payload
-
             ids = tuple(parts[1:])
             with self.server.compare_lock:
                 if ids not in self.server.compared:

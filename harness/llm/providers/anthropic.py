@@ -12,6 +12,7 @@ import os
 from types import MappingProxyType
 from typing import Any
 
+from harness.llm.providers.anthropic_batch import AnthropicBatches
 from harness.llm.providers.base import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_READ_TIMEOUT,
@@ -22,6 +23,7 @@ from harness.llm.providers.base import (
 )
 from harness.runtime.extras import require
 from harness.served.request_errors import MalformedReply
+from harness.served.transport import reply_deadline
 from harness.served.types import ChatOptions, Message, Reply, TokenCounts
 
 ANTHROPIC_URL = "https://api.anthropic.com"
@@ -89,8 +91,6 @@ class AnthropicProvider(BaseProvider):
         return body
 
     def chat(self, messages: list[Message], options: ChatOptions, *, timeout: float | None = None) -> Reply:
-        from harness.served.transport import reply_deadline
-
         client = self.client()
         body = self.request_body(messages, options)
         try:
@@ -122,6 +122,4 @@ class AnthropicProvider(BaseProvider):
 
     def batch_api(self) -> Any:
         """Message Batches (:class:`harness.llm.providers.anthropic_batch.AnthropicBatches`)."""
-        from harness.llm.providers.anthropic_batch import AnthropicBatches
-
         return AnthropicBatches(self)

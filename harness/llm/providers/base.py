@@ -29,6 +29,7 @@ from harness.served.request_errors import (
     ServerError,
 )
 from harness.served.retry import parse_retry_after
+from harness.served.transport import http_client, http_failure
 from harness.served.types import ChatOptions, Message, Reply
 
 DUMMY_KEY = "EMPTY"
@@ -129,8 +130,6 @@ class BaseProvider:
         honour :func:`harness.served.transport.reply_deadline` (a deadline on the whole reply, set by each
         call). Credentials inside the URL (``http://user:secret@host/v1``) are taken out of it and sent
         as HTTP Basic auth, as the URL would have had them sent, so no HTTP log line ever shows them."""
-        from harness.served.transport import http_client
-
         parts = urlsplit(self.base_url or "")
         if not (parts.username or parts.password):
             self._http_client = http_client(sdk)
@@ -221,8 +220,6 @@ def error_for_status(provider: BaseProvider, status: int, msg: str, retry_after:
 def body_error(exc: BaseException, provider: BaseProvider, timeout: float | None = None) -> LLMError | None:
     """An httpx exception raised while reading a reply's body (after the SDK handed it over) -> our typed
     error (None: not one of them): past the deadline a timeout, a cut reply a connection failure."""
-    from harness.served.transport import http_failure
-
     kind = http_failure(exc)
     if kind == "timeout":
         read = provider.read_timeout(timeout)

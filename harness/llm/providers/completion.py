@@ -46,7 +46,9 @@ from typing import Any
 
 import numpy as np
 
+from harness.llm.providers.probe import get_json, probe_server
 from harness.served.request_errors import MalformedReply, ServerError
+from harness.served.transport import BadReply, reply_json
 from harness.served.types import ChatOptions, Message, Reply, TokenCounts, TokenLogprob, TopLogprob
 
 log = logging.getLogger(__name__)
@@ -94,8 +96,6 @@ def body_extra(provider: Any, options: ChatOptions) -> dict[str, Any]:
 
 def _post(url: str, body: dict[str, Any], timeout: float = 10.0) -> Any:
     """A probe of the server's tokenizer: the JSON reply (bounded), None on any failure."""
-    from harness.llm.providers.probe import get_json
-
     return get_json(url, timeout, post=body)
 
 
@@ -154,8 +154,6 @@ def parse_openai(provider: Any, data: Any) -> Reply:
 def openai_complete(provider: Any, messages: list[Message], options: ChatOptions, timeout: float | None) -> Reply:
     """One ``POST /completions`` (see the module docstring); the reply read whole within the timeout,
     bounded, and checked."""
-    from harness.served.transport import BadReply, reply_json
-
     ids = _ids(provider, score_tokens(options))
     prompt = raw_prompt(messages)
     with isolated(provider, options, timeout, prompt) as left:
@@ -175,8 +173,6 @@ def server_kind(provider: Any) -> str:
         provider.server_slots()
         return provider._server_kind or ""
     if "_raw_server_kind" not in provider.__dict__:
-        from harness.llm.providers.probe import probe_server
-
         provider.__dict__["_raw_server_kind"] = probe_server(_root(provider))[0]
     return provider.__dict__["_raw_server_kind"]
 

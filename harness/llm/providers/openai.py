@@ -7,6 +7,8 @@ import os
 import time
 from typing import Any
 
+from harness.concepts.errors import HarnessError
+from harness.llm.embedding_client import parse_embedding_reply
 from harness.llm.providers.base import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_READ_TIMEOUT,
@@ -17,10 +19,13 @@ from harness.llm.providers.base import (
     map_sdk_error,
     resolve_key,
 )
+from harness.llm.providers.completion import body_extra, is_raw, isolated, openai_complete
+from harness.llm.providers.openai_batch import EmbeddingBatches, OpenAIBatches
 from harness.llm.providers.probe import get_json as _get_json
 from harness.llm.providers.probe import probe_server
 from harness.runtime.extras import require
 from harness.served.request_errors import MalformedReply
+from harness.served.transport import BadReply, ReplyTooLarge, collect, reply_deadline, reply_json, response_type
 from harness.served.types import ChatOptions, Message, Reply, TokenCounts, TokenLogprob, TopLogprob
 
 OPENAI_URL = "https://api.openai.com/v1"
@@ -84,8 +89,6 @@ class OpenAIProvider(BaseProvider):
         return body
 
     def chat(self, messages: list[Message], options: ChatOptions, *, timeout: float | None = None) -> Reply:
-        from harness.llm.providers.completion import body_extra, is_raw, isolated, openai_complete
-
         if is_raw(options):  # POST /v1/completions, the prompt as written: docs/rerankers.md (true-false)
             return openai_complete(self, messages, options, timeout)
         body = self.request_body(messages, options)
@@ -101,8 +104,6 @@ class OpenAIProvider(BaseProvider):
 
     def batch_api(self) -> Any:
         """The Batch API (:class:`harness.llm.providers.openai_batch.OpenAIBatches`)."""
-        from harness.llm.providers.openai_batch import OpenAIBatches
-
         return OpenAIBatches(self)
 
     # -- the embeddings request kind (:mod:`harness.llm.embedding_client`) ------------------------------
@@ -117,9 +118,6 @@ class OpenAIProvider(BaseProvider):
         (one vector per text, in order). Raises the typed errors as :meth:`chat` does; the reply body is
         read whole within the timeout, bounded and checked
         (:func:`~harness.llm.embedding_client.parse_embedding_reply`)."""
-        from harness.llm.embedding_client import parse_embedding_reply
-        from harness.served.transport import BadReply, reply_json
-
         raw = self._post_raw("/embeddings", self.embedding_body(texts, dimensions), timeout)
         try:
             resp = reply_json(raw)
@@ -130,8 +128,6 @@ class OpenAIProvider(BaseProvider):
     def _post(self, path: str, body: dict[str, Any], cast_to: Any, timeout: float | None) -> Any:
         """One POST through the SDK's client, its whole reply within the attempt's timeout; its errors
         mapped to the typed ones (others raised as they are)."""
-        from harness.served.transport import reply_deadline
-
         client = self.client()
         try:
             with reply_deadline(self.read_timeout(timeout)):
@@ -146,8 +142,6 @@ class OpenAIProvider(BaseProvider):
     def _post_raw(self, path: str, body: dict[str, Any], timeout: float | None) -> bytes:
         """:meth:`_post` returning the reply's bytes as they came (at most
         :data:`~harness.served.transport.MAX_REPLY_BYTES`), for a body the harness parses itself."""
-        from harness.served.transport import ReplyTooLarge, collect, reply_deadline, response_type
-
         client = self.client()
         try:
             with reply_deadline(self.read_timeout(timeout)):
@@ -169,15 +163,12 @@ class OpenAIProvider(BaseProvider):
         """The Batch API with endpoint ``/v1/embeddings`` (None where :meth:`batch_api` is None)."""
         if self.batch_api() is None:
             return None
-        from harness.llm.providers.openai_batch import EmbeddingBatches
 
         return EmbeddingBatches(self)
 
     def server_models(self) -> Any:
         """What the server reports at ``GET /models`` (one quick request, its whole reply within 10 s or
         the timeout when shorter; None when it does not answer)."""
-        from harness.served.transport import reply_deadline
-
         client = self.client()
         try:
             with reply_deadline(self.read_timeout(10.0)):
@@ -240,8 +231,6 @@ class OpenAICompatibleProvider(OpenAIProvider):
         require_key: bool = True,
     ) -> None:
         if not base_url:
-            from harness.concepts.errors import HarnessError
-
             raise HarnessError(
                 f"openai-compatible:{model} needs base_url, e.g. "
                 f"openai-compatible:{model}:base_url=http://127.0.0.1:8000/v1"

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from harness.llm.embedding_client import parse_embedding_reply, pending_text, reply_of
 from harness.llm.providers.base import error_for_status
 from harness.served.batch.protocol import BatchLimits, Outcome, RemoteStatus, Unprocessed, requests_digest
 from harness.served.request_errors import MalformedReply, ModelNotFound
@@ -161,17 +162,11 @@ class EmbeddingBatches(OpenAIBatches):
     endpoint = "/v1/embeddings"
 
     def request(self, custom_id: str, messages: list[Message], options: ChatOptions) -> dict[str, Any]:
-        from harness.llm.embedding_client import pending_text
-
         body = self.provider.embedding_body([pending_text(messages)], dict(options.extra).get("dimensions"))
         return {"custom_id": custom_id, "method": "POST", "url": self.endpoint, "body": body}
 
     def _reply(self, body: Any, options: ChatOptions) -> Outcome:
-        from harness.llm.embedding_client import reply_of
-
         try:
-            from harness.llm.embedding_client import parse_embedding_reply
-
             return reply_of(self.provider, parse_embedding_reply(self.provider, body, 1))
         except MalformedReply as exc:
             return exc

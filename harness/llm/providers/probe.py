@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.served.transport import BadReply, HTTPStatusError, reply_json
+from harness.served.transport import post as http_post
+
 
 def probe_server(root: str) -> tuple[str, int | None]:
     """Which llama.cpp-family server answers at ``root`` (the base URL without ``/v1``; one or two quick
@@ -28,9 +31,6 @@ def get_json(url: str, timeout: float, post: dict[str, Any] | None = None) -> An
     JSON), or None on any failure (a probe, never an error)."""
     import http.client
     import json
-
-    from harness.served.transport import BadReply, HTTPStatusError, reply_json
-    from harness.served.transport import post as http_post
 
     data = None if post is None else json.dumps(post).encode()
     try:

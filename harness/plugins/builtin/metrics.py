@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from harness.components.lazy import lazy
+from harness.metrics.names import STANDARD_FAMILIES
 from harness.plugins.hookspecs import hookimpl
 
 
 @hookimpl
 def register_metrics(register):
-    from harness.metrics.names import STANDARD_FAMILIES
-
     for name, description in STANDARD_FAMILIES.items():
         register(name, lazy("harness.metrics.standard:StandardMetric"), description)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+from harness.concepts.task import load_task_file, task_dirs
 from harness.plugins.hookspecs import hookimpl
 
 
 @hookimpl
 def register_tasks(register):
-    from harness.concepts.task import load_task_file, task_dirs
-
     seen: set[str] = set()
     for folder in task_dirs():
         for path in sorted(folder.glob("*.toml")):

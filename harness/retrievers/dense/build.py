@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from harness.components.component_spec import parse_spec
 from harness.concepts.errors import HarnessError
 from harness.retrievers.dense.embedding_index import (
     CHECKSUM,
@@ -38,6 +39,7 @@ from harness.retrievers.dense.embedding_index import (
     write_manifest,
     write_shard,
 )
+from harness.retrievers.dense.ray_executor import RayExecutor
 
 log = logging.getLogger("harness.index")
 #: manifest fields two builds of one index must agree on
@@ -79,8 +81,6 @@ class LocalExecutor:
 def make_executor(spec: str | None) -> Any:
     """``local`` (default), ``ray`` (a local Ray cluster) or ``ray:address=auto`` (join one); Ray
     options after the colon: ``address``, ``actors``, ``num_gpus``, ``num_cpus``, ``batch_size``."""
-    from harness.components.component_spec import parse_spec
-
     if not spec or spec == "local":
         return LocalExecutor()
     parsed = parse_spec(spec)
@@ -88,7 +88,6 @@ def make_executor(spec: str | None) -> Any:
         return LocalExecutor()
     if parsed.name != "ray":
         raise HarnessError(f"unknown executor {spec!r}; use local, ray or ray:address=auto")
-    from harness.retrievers.dense.ray_executor import RayExecutor
 
     try:
         return RayExecutor(**parsed.args)

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from harness.runtime.cachedir import default_cache_dir as root
+
 log = logging.getLogger("harness.retrievers.dense.cache")
 
 FORMAT_VERSION = "2"
@@ -37,8 +39,6 @@ _DTYPE = np.dtype("<f4")
 def default_cache_dir() -> Path:
     """``embeddings/`` under the default cache root (:func:`harness.runtime.cachedir.default_cache_dir`:
     ``$HARNESS_CACHE_DIR``, else ``$XDG_CACHE_HOME/harness``, else ``~/.cache/harness``)."""
-    from harness.runtime.cachedir import default_cache_dir as root
-
     return root() / "embeddings"
 
 

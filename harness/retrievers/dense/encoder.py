@@ -30,7 +30,7 @@ from harness.retrievers.dense.model import (
     packaged_model_path,
     position_limit,
 )
-from harness.retrievers.dense.pooled import POOLINGS
+from harness.retrievers.dense.pooled import POOLINGS, PooledEncoder
 from harness.retrievers.dense.presets import PRESETS, Preset, detect_preset, get_preset, split_template
 from harness.runtime import weights
 from harness.runtime.progress import progress
@@ -347,8 +347,6 @@ class DenseEncoder:
 
     def _load_pooled(self, source: str) -> Any:
         """The model with the pooling named (:mod:`harness.retrievers.dense.pooled`), through transformers."""
-        from harness.retrievers.dense.pooled import PooledEncoder
-
         kwargs: dict[str, Any] = {"trust_remote_code": self.trust_remote_code,
                                   "local_files_only": self.local_dir is not None or self.local_files_only
                                   or weights.hub_offline()}

@@ -23,9 +23,11 @@ from typing import Any
 import numpy as np
 
 from harness.concepts.errors import DataError, HarnessError
+from harness.retrievers.dense.build import make_executor
 from harness.retrievers.dense.embedding_index import MANIFEST, EmbeddingIndex, ids_digest
 from harness.retrievers.dense.index_files import need_type
 from harness.retrievers.dense.model import DEFAULT_ALIASES
+from harness.runtime.extras import require
 
 log = logging.getLogger("harness.index")
 #: options that may differ from the manifest: where the weights are and how queries are encoded,
@@ -143,16 +145,12 @@ class IndexSearch:
         if faiss is not None and str(faiss) not in FAISS_KINDS:
             raise HarnessError(f"dense:index: faiss must be one of {', '.join(FAISS_KINDS)}, got {faiss!r}")
         if faiss is not None:
-            from harness.runtime.extras import require
-
             require("faiss", "faiss", "FAISS search")
         if faiss is not None and search is not None:
             raise HarnessError("dense:index: give faiss= or search=, not both")
         self.faiss, self.search_on = faiss, search
         self._ray: Any = None
         if search is not None:
-            from harness.retrievers.dense.build import make_executor
-
             self._ray = make_executor(search)
             if self._ray.name != "ray":
                 self._ray = None  # search=local: the default

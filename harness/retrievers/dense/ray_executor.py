@@ -20,7 +20,11 @@ from typing import Any
 import numpy as np
 
 from harness.concepts.errors import HarnessError
+from harness.retrievers.dense.embedding_index import EmbeddingIndex
+from harness.retrievers.dense.encoder import DenseEncoder
 from harness.retrievers.dense.search import merge_top_k
+from harness.runtime.extras import require
+from harness.runtime.progress import progress
 
 log = logging.getLogger("harness.index")
 
@@ -34,7 +38,6 @@ class _EncodeActor:
             import torch
 
             torch.set_num_threads(int(threads))
-        from harness.retrievers.dense.encoder import DenseEncoder
 
         self.encoder = DenseEncoder(**settings, batch_size=batch_size, device=device, cache=False,
                                     show_progress=False)
@@ -70,8 +73,6 @@ class RayExecutor:
     encoded: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
-        from harness.runtime.extras import require
-
         require("ray", "ray", "the Ray executor")
         if self.actors is not None and int(self.actors) < 1:
             raise HarnessError(f"executor ray: actors must be >= 1, got {self.actors}")
@@ -132,7 +133,6 @@ class RayExecutor:
 
         import ray.data
 
-        from harness.runtime.progress import progress
 
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False
@@ -202,8 +202,6 @@ def _search_group(folder: str, numbers: list[int], queries: np.ndarray, k: int, 
                   ) -> tuple[np.ndarray, np.ndarray]:
     """One Ray task: exact top-k over some shards of the index at ``folder`` (a shared file system),
     each checked as :class:`EmbeddingIndex` checks it."""
-    from harness.retrievers.dense.embedding_index import EmbeddingIndex
-
     index = EmbeddingIndex(folder, verify=verify)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     return index.search(queries, k, numbers)

@@ -19,6 +19,7 @@ from harness.concepts.document import Document
 from harness.concepts.errors import HarnessError
 from harness.concepts.run import Run
 from harness.retrievers.dense.encoder import DenseEncoder
+from harness.retrievers.dense.index_search import IndexSearch, encoder_options
 from harness.retrievers.dense.search import as_hits, exact_top_k
 from harness.runtime.extras import require
 
@@ -82,7 +83,6 @@ class DenseRetriever(DenseComponent):
                 raise HarnessError("dense: verify= applies to an index (dense:index=FOLDER,...)")
             super().__init__(label, **options)
             return
-        from harness.retrievers.dense.index_search import IndexSearch, encoder_options
 
         self.store = IndexSearch(index, faiss=faiss, search=search, verify=True if verify is None else verify)
         settings = encoder_options(self.store.index.manifest, options, self.store.index.folder / "index.json")

@@ -37,6 +37,7 @@ from harness.served.batch.protocol import (
     Unprocessed,
     requests_digest,
 )
+from harness.served.pool import bounded_map
 from harness.served.reply_cache import LLMCache
 from harness.served.request_errors import BatchPending, FatalLLMError, LLMError, ModelNotFound, NotProcessed
 from harness.served.retry import RetryPolicy
@@ -124,8 +125,6 @@ class BatchRunner:
 
     def _direct(self, todo: Mapping[str, Pending]) -> dict[str, Reply | LLMError]:
         """Send ``todo`` directly, one call each (the client counts and caches them)."""
-        from harness.served.pool import bounded_map
-
         if self.send_direct is None:
             raise RuntimeError("batch_retry='direct' needs send_direct")
 
