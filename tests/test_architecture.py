@@ -231,6 +231,74 @@ def test_the_export_check_sees_a_facade_pointing_up(tmp_path: Path):
     assert bad.startswith("formats (layer") and "imports api.py" in bad and "(evaluate)" in bad
 
 
+def documented_folders(doc: Path = ARCH_DOC) -> list[str]:
+    """The first column of the table under ``## The map`` in docs/architecture.md."""
+    section = doc.read_text(encoding="utf-8").split("## The map", 1)[1].split("\n## ", 1)[0]
+    return [m.group(1).rstrip("/") for line in section.splitlines() if (m := re.match(r"^\| `([\w/]+)` \|", line))]
+
+
+def package_folders(pkg: Path = PKG) -> set[str]:
+    skip = {"__pycache__", ".ruff_cache"}
+    return {str(p.relative_to(pkg.parent)) for p in [pkg, *pkg.rglob("*")] if p.is_dir()
+            and not skip & set(p.parts) and "templates" not in p.relative_to(pkg).parts[:-1]}
+
+
+def test_the_map_names_every_folder_once():
+    listed = documented_folders()
+    assert len(listed) == len(set(listed)), "a folder listed twice"
+    assert set(listed) == package_folders(), (sorted(package_folders() - set(listed)), sorted(set(listed) -
+                                                                                          package_folders()))
+
+
+# -- imports inside functions ------------------------------------------------------------------------------------
+#: folders where importing inside a function is the rule, and why
+LAZY_FOLDERS = {
+    "cli": "each command imports what it runs when it runs, so `harness --help` and `harness list-plugins` import no "
+           "engine (bench/bench_startup.py)",
+}
+
+
+def function_imports(pkg: Path = PKG) -> list[tuple[str, int, str]]:
+    """``(file, line, source line)`` of every import of a harness module made inside a function."""
+    out = []
+    for path in source_files(pkg):
+        lines = path.read_text(encoding="utf-8").splitlines()
+
+        def walk(node: ast.AST, inside: bool, path: Path = path, lines: list[str] = lines) -> None:
+            for child in ast.iter_child_nodes(node):
+                if inside and isinstance(child, ast.Import | ast.ImportFrom):
+                    names = [a.name for a in child.names] if isinstance(child, ast.Import) else [
+                        "." if child.level else child.module or ""]
+                    if any(n == pkg.name or n.startswith(f"{pkg.name}.") or n == "." for n in names):
+                        out.append((str(path.relative_to(pkg.parent)), child.lineno, lines[child.lineno - 1].strip()))
+                walk(child, inside or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef))
+
+        walk(ast.parse("\n".join(lines)), False)
+    return out
+
+
+def unexplained_function_imports(pkg: Path = PKG) -> list[str]:
+    """Imports inside functions outside :data:`LAZY_FOLDERS` without a ``# lazy: reason`` comment."""
+    return [f"{f}:{n}: {text}" for f, n, text in function_imports(pkg)
+            if Path(f).parts[1] not in LAZY_FOLDERS and "# lazy: " not in text]
+
+
+def test_imports_inside_functions_are_the_exception_each_with_a_reason():
+    found = function_imports()
+    assert len(found) < 80 and all(Path(f).parts[1] in LAZY_FOLDERS or "# lazy: " in t for f, _, t in found)
+    assert not unexplained_function_imports()
+
+
+def test_the_import_check_names_a_planted_unexplained_import(tmp_path: Path):
+    shutil.copytree(PKG, tmp_path / "harness", ignore=shutil.ignore_patterns("__pycache__", "*.json", "*.jsonl"))
+    assert unexplained_function_imports(tmp_path / "harness") == []
+    _plant(tmp_path, "served/pool.py", "\n\ndef _planted():\n    from harness.served.retry import RetryPolicy\n"
+           "    from harness.served.types import Reply  # lazy: a reason\n")
+    assert unexplained_function_imports(tmp_path / "harness") == [
+        f"harness/served/pool.py:{len((PKG / 'served/pool.py').read_text().splitlines()) + 4}: "
+        "from harness.served.retry import RetryPolicy"]
+
+
 # -- arrows that must never exist, whatever the layers -----------------------------------------------------------
 def _files(*patterns: str) -> list[Path]:
     return sorted({p for pat in patterns for p in PKG.glob(pat)})

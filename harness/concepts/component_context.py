@@ -15,11 +15,22 @@ from typing import Any, Protocol, runtime_checkable
 from harness.concepts.task import Task
 
 
+class Registered(Protocol):
+    """One registration: its kind, name, factory and the distribution that registered it."""
+
+    kind: str
+    name: str
+    factory: Callable[..., Any]
+    source: str
+
+
 class ComponentLookup(Protocol):
-    """The registry, as components see it: names of a kind, and components built from a spec (a
-    ``[source:]name[:key=value,...]`` string) with the evaluation's context."""
+    """The registry, as components see it: names of a kind, one registration by name, and components
+    built from a spec (a ``[source:]name[:key=value,...]`` string) with the evaluation's context."""
 
     def names(self, kind: str) -> list[str]: ...
+
+    def lookup(self, kind: str, name: str, source: str | None = None) -> Registered: ...
 
     def create(self, kind: str, spec: Any, context: ComponentContext | None = None, **extra: Any) -> Any: ...
 
