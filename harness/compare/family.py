@@ -25,6 +25,7 @@ import numpy as np
 from harness.compare.corrections import CORRECTIONS, DESCRIPTIONS, adjust
 from harness.compare.ranks import LOWER_IS_BETTER, RankInterval, intervals_from_means
 from harness.compare.stats import paired_summary
+from harness.concepts.errors import HarnessError
 from harness.metrics.bootstrap import DEFAULT_RESAMPLES, bootstrap_means
 
 FAMILIES = ("task-metric", "all")
@@ -55,8 +56,6 @@ class FamilyOptions:
     bootstrap: int = DEFAULT_RESAMPLES
 
     def __post_init__(self) -> None:
-        from harness.concepts.errors import HarnessError
-
         for value, allowed, what in ((self.family, FAMILIES, "family"), (self.correction, CORRECTIONS, "correction"),
                                      (self.pairs, PAIRS, "pairs"), (self.test, TESTS, "test")):
             if value not in allowed:

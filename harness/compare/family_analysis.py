@@ -29,11 +29,12 @@ def _test(test: str, permutations: int, seed: int, workers: int) -> Callable[[np
     from harness.compare.stats import paired_t_test, randomization_test
     from harness.compare.wilcoxon import wilcoxon_test
 
-    if test == "randomization":
-        return lambda a, b: randomization_test(b, a, permutations=permutations, seed=seed, workers=workers)
-    if test == "t":
-        return lambda a, b: paired_t_test(b, a).p
-    return lambda a, b: wilcoxon_test(b, a)
+    tests: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
+        "randomization": lambda a, b: randomization_test(b, a, permutations=permutations, seed=seed, workers=workers),
+        "t": lambda a, b: paired_t_test(b, a).p,
+        "wilcoxon": lambda a, b: wilcoxon_test(b, a),
+    }
+    return tests.get(test, lambda a, b: float("nan"))  # "bootstrap": from the resamples (family.task_rows)
 
 
 def _across(tables: list[Table], pairs: list[tuple[str, str]], options: FamilyOptions,

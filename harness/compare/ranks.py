@@ -2,7 +2,8 @@
 bootstrap interval, and the groups of systems that cannot be told apart.
 
 * The **rank** of a system is its rank by mean (highest first; lowest first for the metrics in
-  :data:`LOWER_IS_BETTER`); tied means share their mean rank (``scipy.stats.rankdata(..., "average")``).
+  :data:`LOWER_IS_BETTER`); tied means (within 1e-12, relative) share their mean rank
+  (``scipy.stats.rankdata(..., "average")``).
 * The **interval**: the queries are resampled ``B`` times, paired across systems (the convention of
   :mod:`harness.metrics.bootstrap`); in each resample every system is ranked by its resampled mean (ties
   by mean rank); the interval is the 2.5th and 97.5th percentiles of its ranks.
@@ -25,6 +26,8 @@ from harness.metrics.bootstrap import DEFAULT_RESAMPLES, bootstrap_means, percen
 
 #: metrics where a lower value is better (ranks, such as InfoSearch's gold-document ranks)
 LOWER_IS_BETTER = frozenset({"R_ori", "R_ins", "R_rev", "gold-rank"})
+#: means this close (relative) tie: rounding never splits two systems with the same per-query values
+TIE = 1e-12
 
 
 @dataclass
@@ -38,12 +41,15 @@ class RankInterval:
 
 
 def average_ranks(means: np.ndarray, lower_is_better: bool = False) -> np.ndarray:
-    """Ranks (1 = best) of each row's ``k`` means (a ``B x k`` or ``k`` array), ties by their mean rank."""
+    """Ranks (1 = best) of each row's ``k`` means (a ``B x k`` or ``k`` array), ties by their mean rank;
+    means within :data:`TIE` (relative) of each other tie."""
     m = np.atleast_2d(np.asarray(means, dtype=np.float64))
     if lower_is_better:
         m = -m
-    better = (m[:, None, :] > m[:, :, None]).sum(axis=2)  # [r, i]: systems j with a higher mean than i
-    equal = (m[:, None, :] == m[:, :, None]).sum(axis=2) - 1
+    gap = m[:, None, :] - m[:, :, None]  # [r, i, j]: mean_j - mean_i
+    tol = TIE * np.maximum(1.0, np.maximum(np.abs(m[:, None, :]), np.abs(m[:, :, None])))
+    better = (gap > tol).sum(axis=2)  # [r, i]: systems j with a higher mean than i
+    equal = (np.abs(gap) <= tol).sum(axis=2) - 1
     ranks = 1.0 + better + equal / 2.0
     return ranks if np.ndim(means) == 2 else ranks[0]
 

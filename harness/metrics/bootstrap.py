@@ -45,14 +45,17 @@ def block_generators(resamples: int, seed: int) -> list[tuple[np.random.Generato
 
 def _stratum_means(rng: np.random.Generator, x: np.ndarray, r: int) -> np.ndarray:
     """``(r, k)``: the column means of ``r`` resamples of the rows of ``x`` (``n x k``), drawn as one
-    ``(r, n)`` array of indices (in chunks of rows: the same stream as one draw)."""
-    n, k = x.shape
-    rows = max(1, _MEM // max(1, n * k))
-    out = np.empty((r, k))
+    ``(r, n)`` array of indices (in chunks of rows: the same stream as one draw). Each resample's mean is
+    computed from how often it drew each row (``counts @ x / n``, equal to the mean of the drawn rows up to
+    rounding)."""
+    n = x.shape[0]
+    rows = max(1, _MEM // n)
+    out = np.empty((r, x.shape[1]))
     for start in range(0, r, rows):
         m = min(rows, r - start)
         idx = rng.integers(0, n, size=(m, n))
-        out[start:start + m] = x[idx].mean(axis=1)
+        counts = np.bincount((idx + (np.arange(m) * n)[:, None]).ravel(), minlength=m * n).reshape(m, n)
+        out[start:start + m] = (counts @ x) / n
     return out
 
 
