@@ -87,6 +87,16 @@ def test_report_in_chromium(tmp_path):
         assert task_bars.count() == len(SYSTEMS) * len(DIMS)
         data = page.evaluate("JSON.parse(document.getElementById('harness-data').textContent)")
         assert [s["name"] for s in data["systems"]] == list(SYSTEMS)
+        ranks = page.locator("figure.rank-chart")  # per dimension and metric, and by the mean over dimensions
+        assert ranks.count() == len(data["ranks"]) > len(DIMS)
+        for i in range(ranks.count()):
+            points, lines = ranks.nth(i).locator("circle.rank-point"), ranks.nth(i).locator("line.rank-interval")
+            assert points.count() == lines.count() == len(SYSTEMS)
+            for j in range(points.count()):  # drawn, with a real size; the labels read in rank order
+                box = points.nth(j).bounding_box()
+                assert box and box["width"] > 3 and box["height"] > 3
+            shown = [float(points.nth(j).get_attribute("data-rank")) for j in range(points.count())]
+            assert shown == sorted(shown)
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         assert (tmp_path / "report.png").stat().st_size > 10_000
 

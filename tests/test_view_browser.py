@@ -290,6 +290,14 @@ def _walk(page, base: str, folder: Path, other: Path, n_runs: int, tmp_path: Pat
     wtl = f"{sum(x > 1e-12 for x in d)}/{sum(abs(x) <= 1e-12 for x in d)}/{sum(x < -1e-12 for x in d)}"
     assert page.locator("#compare-stats td.wtl").inner_text() == wtl
     assert page.locator("svg.deltas rect.bar").count() == len(a)
+    # the ranks of the two runs with their bootstrap intervals: drawn, best first, as the table lists them
+    points = page.locator("svg.rank-chart circle.rank-point")
+    assert points.count() == page.locator("svg.rank-chart line.rank-interval").count() == 2
+    for j in range(2):
+        box = points.nth(j).bounding_box()
+        assert box and box["width"] > 3 and box["height"] > 3
+    best = folder.name if sum(a.values()) > sum(b.values()) else other.name
+    assert page.locator("#compare-ranks tr").nth(1).get_attribute("data-system").endswith(best)
     if shots:
         _shot(page, tmp_path, "compare")
 

@@ -32,6 +32,33 @@ _COMMON_OPTIONS = (
 )
 
 
+#: the family-wise analysis (docs/compare.md "Families, corrections, ranks"): given any of these, compare adds
+#: the flat list of comparisons corrected over the chosen family, the rank intervals and, when asked, the
+#: means over tasks; without any, its output is the classic one
+_FAMILY_OPTIONS = (
+    click.option("--family", type=click.Choice(["task-metric", "all"]),
+                 help="The family a correction runs over: task-metric (one per task and metric, the classic "
+                      "table's) or all (every comparison printed: tasks x metrics x pairs). Default: task-metric."),
+    click.option("--correction", type=click.Choice(["holm", "bonferroni", "bh", "by", "none"]),
+                 help="Multiple-comparison correction: holm, bonferroni (family-wise error), bh (Benjamini-Hochberg), "
+                      "by (Benjamini-Yekutieli) (false discovery rate), none. Default: holm."),
+    click.option("--pairs", type=click.Choice(["baseline", "all"]),
+                 help="baseline (each system against the baseline) or all (every pair in the order given, a the "
+                      "earlier). Default: baseline."),
+    click.option("--test", "test", type=click.Choice(["randomization", "t", "wilcoxon", "bootstrap"]),
+                 help="The test whose p-value is corrected. Default: randomization."),
+    click.option("--equivalence", type=FiniteFloat(min=0, min_open=True), metavar="MARGIN",
+                 help="Add a TOST equivalence p-value per comparison: |mean_b - mean_a| < MARGIN."),
+    click.option("--across-tasks", is_flag=True, default=None,
+                 help="Compare the means over tasks (each task weighted equally; stratified bootstrap)."),
+    click.option("--ranks", is_flag=True, default=None,
+                 help="Rank intervals of the systems per task and metric (also given by every option above)."),
+    click.option("--bootstrap", type=click.IntRange(1, MAX_PERMUTATIONS), metavar="B",
+                 help="Bootstrap resamples for the rank intervals, the bootstrap test and the means over tasks "
+                      "(default 10,000)."),
+)
+
+
 def _apply(options):
     def deco(f):
         for o in reversed(options):
@@ -47,21 +74,27 @@ def _apply(options):
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
               help="Threads for the resampling (the p-values do not depend on it).")
+@_apply(_FAMILY_OPTIONS)
 def compare_cmd(results, baseline, metrics, tasks, permutations, seed, alpha, fill, names, fmt, output,
-                workers) -> None:
+                workers, **family) -> None:
     """Paired significance tests between results folders evaluated on the same task(s).
 
     Per task and metric: each system against the baseline (paired randomization test, paired
     t-test, Holm correction over the systems, mean difference with 95% CI, effect size,
-    wins/ties/losses) and, for more than two systems, the randomized Tukey HSD over all pairs."""
+    wins/ties/losses) and, for more than two systems, the randomized Tukey HSD over all pairs.
+
+    With --family, --correction, --pairs, --test, --equivalence, --across-tasks, --ranks or
+    --bootstrap: every comparison as one flat list corrected over the chosen family (stated with its
+    size), each system's rank with a bootstrap interval, and the means over tasks when asked."""
     from harness.compare import compare, load_systems
     from harness.compare.format import render_result
 
     if output:
         check_output_file(output)
+    options = _family_options(family)
     systems = load_systems(list(results), list(names))
     res = compare(systems, baseline=baseline, metrics=list(metrics) or None, tasks=list(tasks) or None,
-                  permutations=permutations, seed=seed, alpha=alpha, fill=fill, workers=workers)
+                  permutations=permutations, seed=seed, alpha=alpha, fill=fill, workers=workers, options=options)
     text = render_result(res, fmt)
     if output:
         write_text_file(output, text if text.endswith("\n") else text + "\n")
@@ -70,15 +103,28 @@ def compare_cmd(results, baseline, metrics, tasks, permutations, seed, alpha, fi
         click.echo(text)
 
 
+def _family_options(given: dict):
+    """The family-wise analysis' options when any was given, else None (the classic output)."""
+    if all(v is None for v in given.values()):
+        return None
+    from harness.compare import FamilyOptions
+
+    defaults = FamilyOptions()
+    values = {k: v for k, v in given.items() if v is not None and k != "ranks"}
+    return FamilyOptions(**{**defaults.__dict__, **values})
+
+
 @click.command("report")
 @_apply(_COMMON_OPTIONS[:1] + _COMMON_OPTIONS[1:2] + _COMMON_OPTIONS[4:])
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default="report.html", show_default=True,
               help="The HTML file to write.")
 @click.option("--title", default="harness report", show_default=True, help="The report's title.")
-def report_cmd(results, baseline, permutations, seed, alpha, fill, names, output, title) -> None:
+@click.option("--bootstrap", default=10_000, show_default=True, type=click.IntRange(1, MAX_PERMUTATIONS), metavar="B",
+              help="Bootstrap resamples for the rank intervals.")
+def report_cmd(results, baseline, permutations, seed, alpha, fill, names, output, title, bootstrap) -> None:
     """One self-contained HTML report (no network needed) of results folders: per-task tables with
     significance marks against the baseline, radar charts across a suite's tasks, bar charts per
-    task or instruction level, the worst queries with their rankings, cost and usage."""
+    task or instruction level, rank-interval charts, the worst queries with their rankings, cost and usage."""
     from harness.compare import load_systems
     from harness.compare.report import write_report
     from harness.runtime.extras import require
@@ -87,6 +133,6 @@ def report_cmd(results, baseline, permutations, seed, alpha, fill, names, output
     check_output_file(output)
     systems = load_systems(list(results), list(names))
     path = write_report(systems, output, baseline=baseline, permutations=permutations, seed=seed, alpha=alpha,
-                        fill=fill, title=title)
+                        fill=fill, title=title, bootstrap=bootstrap)
     size = path.stat().st_size
     click.echo(f"[harness] report written to {path} ({size / 1024:.0f} KiB)", err=True)

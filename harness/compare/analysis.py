@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from harness.compare.family import FamilyOptions, FamilyResult, Table, family_dict
+from harness.compare.family_analysis import analyse
 from harness.compare.runs import Aligned, System, align, common_metrics, common_tasks
 from harness.compare.stats import holm, paired_summary, paired_t_test, randomization_test, randomized_tukey_hsd
 from harness.concepts.errors import HarnessError
@@ -60,6 +62,8 @@ class CompareResult:
     systems: list[dict[str, str]]
     settings: dict[str, Any]
     results: list[MetricComparison] = field(default_factory=list)
+    #: the family-wise analysis (``compare(..., options=FamilyOptions(...))``); None for the classic output
+    family: FamilyResult | None = None
 
     def as_dict(self) -> dict[str, Any]:
         def clean(v: Any) -> Any:
@@ -73,8 +77,10 @@ class CompareResult:
                 return clean(dict(v.__dict__))
             return v
 
-        return clean({"baseline": self.baseline, "systems": self.systems, "settings": self.settings,
-                      "results": self.results})
+        out = {"baseline": self.baseline, "systems": self.systems, "settings": self.settings, "results": self.results}
+        if self.family is not None:
+            out.update(family_dict(self.family))
+        return clean(out)
 
     def lookup(self, task: str, metric: str) -> MetricComparison | None:
         for r in self.results:
@@ -85,8 +91,10 @@ class CompareResult:
 
 def compare(systems: list[System], *, baseline: str | None = None, metrics: list[str] | None = None,
             tasks: list[str] | None = None, permutations: int = 10_000, seed: int = 0, alpha: float = 0.05,
-            fill: str = "error", workers: int = 1, tukey: bool = True) -> CompareResult:
-    """Compare every system with the baseline (default: the first) on each shared task and metric."""
+            fill: str = "error", workers: int = 1, tukey: bool = True,
+            options: FamilyOptions | None = None) -> CompareResult:
+    """Compare every system with the baseline (default: the first) on each shared task and metric; with
+    ``options``, also the family-wise analysis (:mod:`harness.compare.family`) in ``result.family``."""
     if len(systems) < 2:
         raise HarnessError("compare needs at least two results folders")
     boards = [s for s in systems if s.leaderboard]
@@ -96,14 +104,17 @@ def compare(systems: list[System], *, baseline: str | None = None, metrics: list
     _check_baseline(base, names, boards)
     shared = _shared_tasks(systems + boards, tasks)
     ordered = [systems[names.index(base)]] + [s for s in systems if s.name != base]
-    out = CompareResult(base, [{"name": s.name, "path": str(s.path), "components": s.label} for s in ordered]
+    out = CompareResult(base, [{"name": s.name, "path": str(s.path), "components": s.label,
+                                **({"merged": [str(m) for m in s.merged]} if s.merged else {})} for s in ordered]
                         + [{"name": b.name, "path": str(b.path), "components": b.label, "leaderboard": True}
                            for b in boards], _settings(permutations, seed, alpha, fill, len(systems) > 2))
+    tables: list[Table] = []
     for task in shared:
         uncertainty = [s.tasks[task].uncertainty for s in ordered]
         for metric in _chosen_metrics(ordered, task, metrics, single_task=len(shared) == 1):
-            mc = _compare_metric(align(ordered, task, metric, fill), permutations, seed, alpha, workers,
-                                 tukey and len(ordered) > 2)
+            al = align(ordered, task, metric, fill)
+            mc = _compare_metric(al, permutations, seed, alpha, workers, tukey and len(ordered) > 2)
+            tables.append(_table(al, names))
             mc.uncertainty = {s.name: u.to_dict() for s, us in zip(ordered, uncertainty)
                               if (u := us.get(metric)) is not None}
             mc.leaderboard = {b.name: v for b in boards if (v := b.tasks[task].metrics.get(metric)) is not None}
@@ -113,7 +124,16 @@ def compare(systems: list[System], *, baseline: str | None = None, metrics: list
     if not out.results:  # an empty comparison is no answer: say so instead of printing a bare footer
         raise HarnessError(f"no metric has per-query values in every result for {', '.join(shared)} "
                            "(per_query.jsonl of each folder)")
+    if options is not None:
+        out.family = analyse(tables, names, base, options, permutations=permutations, seed=seed, alpha=alpha,
+                             workers=workers)
     return out
+
+
+def _table(al: Aligned, names: list[str]) -> Table:
+    """The aligned values with the systems' columns in the order given (the baseline first in ``al``)."""
+    x = np.array(al.values, dtype=np.float64).reshape(len(al.values), len(al.systems))
+    return Table(al.task, al.metric, list(names), x[:, [al.systems.index(n) for n in names]])
 
 
 def _check_baseline(base: str, names: list[str], boards: list[System]) -> None:

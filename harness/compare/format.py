@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-from types import MappingProxyType
 
+from harness.compare import family_format
 from harness.compare.analysis import CompareResult, MetricComparison
+from harness.compare.latex import latex_escape
 from harness.results.table import render
 
 FORMATS = ("table", "json", "markdown", "latex")
@@ -111,15 +112,6 @@ def to_markdown(res: CompareResult) -> str:
     return "\n\n".join(out) + "\n"
 
 
-_LATEX_SPECIAL = MappingProxyType({"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-                                   "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
-                                   "<": r"\textless{}", ">": r"\textgreater{}"})
-
-
-def latex_escape(s: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in s)
-
-
 def to_latex(res: CompareResult) -> str:
     """One booktabs table per task and metric (needs ``\\usepackage{booktabs}``)."""
     out = []
@@ -143,4 +135,8 @@ def to_latex(res: CompareResult) -> str:
 
 
 def render_result(res: CompareResult, fmt: str) -> str:
+    """``res`` in ``fmt`` (:data:`FORMATS`); the family-wise analysis, when ``res`` holds one, in its own layout."""
+    if res.family is not None and fmt != "json":
+        return {"table": family_format.to_table, "markdown": family_format.to_markdown,
+                "latex": family_format.to_latex}[fmt](res)
     return {"table": to_table, "json": to_json, "markdown": to_markdown, "latex": to_latex}[fmt](res)

@@ -12,9 +12,12 @@ from typing import Any
 
 from harness.compare import svg
 from harness.compare.analysis import CompareResult, compare
+from harness.compare.rank_charts import across_rank_charts, task_rank_charts
+from harness.compare.ranks import LOWER_IS_BETTER  # ranks: bold marks the lowest
 from harness.compare.runs import System, TaskResult, common_metrics, common_tasks
 from harness.concepts.errors import HarnessError
 from harness.concepts.uncertainty import Uncertainty
+from harness.metrics.bootstrap import DEFAULT_RESAMPLES
 from harness.runtime.extras import require
 
 LEVEL = re.compile(r"-L(\d+)$")
@@ -22,7 +25,6 @@ _RANK = re.compile(r"\+?\d{1,9}")  # a run file's rank column
 MAX_BAR_METRICS = 6
 WORST = 5
 RANKING_DEPTH = 10
-LOWER_IS_BETTER = frozenset({"R_ori", "R_ins", "R_rev", "gold-rank"})  # ranks: bold marks the lowest
 
 
 def _num(v: Any) -> float | None:
@@ -37,6 +39,7 @@ def _env():
                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True)
     env.filters["num"] = lambda v, d=4: "–" if v is None else f"{v:.{d}f}"
+    env.filters["rank"] = lambda v: f"{v:g}"
     env.filters["pval"] = lambda v: "–" if v is None else ("<0.0001" if v < 1e-4 else f"{v:.4f}")
     return env
 
@@ -208,8 +211,39 @@ def _usage(s: System) -> dict[str, Any]:
     return {"system": s.name, "llm": any_llm, **tot, "seconds": seconds, "component_stats": comp_stats}
 
 
+def _suite(systems: list[System], tasks: list[str], fill: str, bootstrap: int, seed: int) -> dict[str, Any]:
+    """The section across a suite's (or several) tasks: radars, bars per task, suite means, rank charts."""
+    # each system's views per task, built once (a metric's chart only looks values up)
+    vals = {s.name: {t: s.tasks[t].metrics for t in tasks} for s in systems}
+    uncs = {s.name: {t: s.tasks[t].uncertainty for t in tasks} for s in systems}
+    shared = [m for m in vals[systems[0].name][tasks[0]]
+              if all(_num(vals[s.name][t].get(m)) is not None for s in systems for t in tasks)]
+    radars = []
+    if len(tasks) >= 3:
+        for m in shared:
+            series = [(s.name, [_num(vals[s.name][t].get(m)) for t in tasks]) for s in systems]
+            radars.append({"metric": m, "chart": svg.radar(tasks, series)})
+    bar_charts = []
+    for m in shared[:MAX_BAR_METRICS]:
+        series = [(s.name, [_num(vals[s.name][t].get(m)) for t in tasks]) for s in systems]
+        errors = [[_error(_num(vals[s.name][t].get(m)), uncs[s.name][t].get(m)) for t in tasks]
+                  for s in systems]
+        chart = svg.bars(svg.short_labels(tasks), series, errors=errors)
+        has_errors = any(r["error"] for r in chart["rects"])
+        bar_charts.append({"title": f"{m} per task", "metric": m, "kind": "task", "chart": chart,
+                           "errors": "the metric's own uncertainty: ± SE, or its 95% interval" if has_errors
+                           else ""})
+    suite_metrics = [s.results.get("metrics") or {} for s in systems]
+    means = [{"metric": m, "values": [_num(sm.get(m)) if s.suite else None
+                                       for s, sm in zip(systems, suite_metrics)]} for m in shared]
+    return {"tasks": tasks, "radars": radars, "bars": bar_charts, "means": means,
+            "has_means": any(s.suite for s in systems),
+            "ranks": across_rank_charts(systems, tasks, fill=fill, resamples=bootstrap, seed=seed)}
+
+
 def build_report(systems: list[System], *, baseline: str | None = None, permutations: int = 10_000, seed: int = 0,
-                 alpha: float = 0.05, fill: str = "error", title: str = "harness report") -> str:
+                 alpha: float = 0.05, fill: str = "error", title: str = "harness report",
+                 bootstrap: int = DEFAULT_RESAMPLES) -> str:
     """The report as one HTML string."""
     if not systems:
         raise HarnessError("report needs at least one results folder")
@@ -230,34 +264,9 @@ def build_report(systems: list[System], *, baseline: str | None = None, permutat
         metrics = common_metrics(systems, task)
         sections.append({"task": task, "table": _metric_table(systems, task, res),
                          "levels": _level_bars(systems, task, metrics),
-                         "worst": _worst(systems, task, metrics[0] if metrics else None)})
-    suite = None
-    if len(tasks) > 1:
-        # each system's views per task, built once (a metric's chart only looks values up)
-        vals = {s.name: {t: s.tasks[t].metrics for t in tasks} for s in systems}
-        uncs = {s.name: {t: s.tasks[t].uncertainty for t in tasks} for s in systems}
-        shared = [m for m in vals[systems[0].name][tasks[0]]
-                  if all(_num(vals[s.name][t].get(m)) is not None for s in systems for t in tasks)]
-        radars = []
-        if len(tasks) >= 3:
-            for m in shared:
-                series = [(s.name, [_num(vals[s.name][t].get(m)) for t in tasks]) for s in systems]
-                radars.append({"metric": m, "chart": svg.radar(tasks, series)})
-        bar_charts = []
-        for m in shared[:MAX_BAR_METRICS]:
-            series = [(s.name, [_num(vals[s.name][t].get(m)) for t in tasks]) for s in systems]
-            errors = [[_error(_num(vals[s.name][t].get(m)), uncs[s.name][t].get(m)) for t in tasks]
-                      for s in systems]
-            chart = svg.bars(svg.short_labels(tasks), series, errors=errors)
-            has_errors = any(r["error"] for r in chart["rects"])
-            bar_charts.append({"title": f"{m} per task", "metric": m, "kind": "task", "chart": chart,
-                               "errors": "the metric's own uncertainty: ± SE, or its 95% interval" if has_errors
-                               else ""})
-        suite_metrics = [s.results.get("metrics") or {} for s in systems]
-        means = [{"metric": m, "values": [_num(sm.get(m)) if s.suite else None
-                                           for s, sm in zip(systems, suite_metrics)]} for m in shared]
-        suite = {"tasks": tasks, "radars": radars, "bars": bar_charts, "means": means,
-                 "has_means": any(s.suite for s in systems)}
+                         "worst": _worst(systems, task, metrics[0] if metrics else None),
+                         "ranks": task_rank_charts(systems, task, metrics, fill=fill, resamples=bootstrap, seed=seed)})
+    suite = _suite(systems, tasks, fill, bootstrap, seed) if len(tasks) > 1 else None
     data = {
         "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "baseline": base,
@@ -268,6 +277,8 @@ def build_report(systems: list[System], *, baseline: str | None = None, permutat
                         for s in systems},
         "metric_details": {s.name: {t: s.tasks[t].metric_details for t in tasks} for s in systems},
         "comparison": None if res is None else res.as_dict(),
+        "ranks": [{"task": c["task"], "metric": c["metric"], "systems": c["rows"]}
+                  for c in [*(c for sec in sections for c in sec["ranks"]), *(suite or {}).get("ranks", [])]],
         "usage": [_usage(s) for s in systems],
     }
     data = _clean(data)

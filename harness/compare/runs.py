@@ -59,6 +59,8 @@ class System:
     tasks: dict[str, TaskResult] = field(default_factory=dict)
     suite: str | None = None
     leaderboard: bool = False  # an MTEB result file: aggregate scores, no per-query values, never tested
+    #: the other folders merged into this system (one explicit name given to folders of different tasks)
+    merged: list[Path] = field(default_factory=list)
 
     @property
     def results(self) -> dict[str, Any]:
@@ -125,10 +127,12 @@ def load_systems(args: list[str], names: list[str] | None = None,
     """Results folders, and MTEB result files (``<TaskName>.json`` or a folder of them) as leaderboard
     systems whose tasks and metrics are mapped through the runs' ``mteb`` blocks (docs/mteb.md)."""
     loaded: list[System | tuple[str | None, str]] = []
+    explicit: list[bool] = []
     for i, arg in enumerate(args):
         name, path = parse_system_arg(arg)
         if names and i < len(names):
             name = names[i]
+        explicit.append(name is not None)
         loaded.append((name, path) if mteb_files.is_mteb_path(path) else load_system(path, name))
     runs = [s for s in loaded if isinstance(s, System)]
     if len(runs) < len(loaded):
@@ -136,13 +140,30 @@ def load_systems(args: list[str], names: list[str] | None = None,
             raise HarnessError("MTEB result files are compared with results folders: name at least one run")
         blocks = mteb_files.blocks_of(runs, context)
         loaded = [s if isinstance(s, System) else _leaderboard(s[1], s[0], blocks) for s in loaded]
-    systems = [s for s in loaded if isinstance(s, System)]
+    systems = _merge_named([s for s in loaded if isinstance(s, System)], explicit)
     seen: dict[str, int] = {}
     for s in systems:  # make names unique: bm25, bm25 -> bm25, bm25#2
         seen[s.name] = seen.get(s.name, 0) + 1
         if seen[s.name] > 1:
             s.name = f"{s.name}#{seen[s.name]}"
     return systems
+
+
+def _merge_named(systems: list[System], explicit: list[bool]) -> list[System]:
+    """Folders given the same explicit name (``NAME=DIR`` or ``--name``) whose tasks differ are one system
+    evaluated on several tasks (one folder per task); a folder repeating a task of its name stays apart."""
+    out: list[System] = []
+    first: dict[str, System] = {}
+    for s, named in zip(systems, explicit):
+        into = first.get(s.name) if named and not s.leaderboard else None
+        if into is not None and not set(into.tasks) & set(s.tasks):
+            into.tasks.update(s.tasks)
+            into.merged.append(s.path)
+            continue
+        if named and not s.leaderboard:
+            first.setdefault(s.name, s)
+        out.append(s)
+    return out
 
 
 def common_tasks(systems: list[System]) -> list[str]:

@@ -114,3 +114,27 @@ def bars(groups: list[str], series: list[tuple[str, list[float | None]]], width:
             "bottom": height - bottom, "zero": round(y(0.0), 1), "rects": rects,
             "ticks": [{"y": round(y(t), 1), "value": t} for t in ticks],
             "labels": [{"x": round(left + (g + 0.5) * gw, 1), "text": group} for g, group in enumerate(groups)]}
+
+
+def rank_chart(rows: list[dict[str, Any]], n_systems: int, width: int = 560, row_height: int = 22) -> dict[str, Any]:
+    """Ranks with their intervals, one row per system (``rows`` best first: ``system``, ``rank``, ``low``,
+    ``high``, ``mean``, ``groups``, ``color``): the rank axis runs from 1 (left) to ``n_systems``."""
+    longest = max((len(str(r["system"])) + len("".join(r.get("groups") or [])) + 3 for r in rows), default=4)
+    left, right, top = min(260, 20 + 7 * longest), 64, 14
+    height = top + row_height * len(rows) + 30
+    span = max(1, n_systems - 1)
+
+    def x(rank: float) -> float:
+        return left + (width - left - right) * (rank - 1) / span
+
+    step = 1 if n_systems <= 20 else math.ceil(n_systems / 10)
+    ticks = [{"x": round(x(t), 1), "value": t} for t in range(1, n_systems + 1, step)]
+    out = []
+    for i, r in enumerate(rows):
+        y = top + row_height * (i + 0.5)
+        out.append({**r, "y": round(y, 1), "x": round(x(r["rank"]), 1), "x1": round(x(r["low"]), 1),
+                    "x2": round(x(r["high"]), 1), "label_x": left - 10, "label_y": round(y + 4, 1),
+                    "mean_x": width - 4,
+                    "group": "".join(r.get("groups") or [])})
+    return {"width": width, "height": height, "left": left, "right": width - right, "top": top,
+            "bottom": top + row_height * len(rows), "ticks": ticks, "rows": out}

@@ -21,12 +21,15 @@ _EXPORTS = MappingProxyType({
     "Robustness": "harness.metrics.robust",
     "robustness": "harness.metrics.robust",
     "id_group": "harness.metrics.robust",
+    # intervals
+    "bootstrap_uncertainty": "harness.metrics.bootstrap",
     # metric names
     "resolve_metrics": "harness.metrics.resolve",
     "MAX_CUTOFF": "harness.metrics.names",
 })
 
 if TYPE_CHECKING:  # pragma: no cover
+    from harness.metrics.bootstrap import bootstrap_uncertainty  # noqa: F401
     from harness.metrics.names import MAX_CUTOFF  # noqa: F401
     from harness.metrics.pmrr import p_mrr, pmrr_doc, tie_ranks  # noqa: F401
     from harness.metrics.resolve import resolve_metrics  # noqa: F401

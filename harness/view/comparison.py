@@ -1,5 +1,6 @@
 """The compare page's payload: per-query deltas, wins / ties / losses and the paired tests that
-``harness compare`` computes (:func:`harness.compare.analysis.compare`, reused as is)."""
+``harness compare`` computes (:func:`harness.compare.analysis.compare`, reused as is), and each run's
+rank with its bootstrap interval per metric (:func:`harness.compare.ranks.rank_intervals`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import math
 from typing import Any
 
 from harness.compare.analysis import compare
-from harness.compare.runs import System, TaskResult
+from harness.compare.ranks import LOWER_IS_BETTER, rank_intervals
+from harness.compare.runs import System, TaskResult, align
 from harness.concepts.errors import HarnessError
 from harness.view.catalog import Catalog, RunEntry, _member_task
 
@@ -15,6 +17,8 @@ from harness.view.catalog import Catalog, RunEntry, _member_task
 PERMUTATIONS = 10_000
 #: a tie, as ``harness compare`` counts one
 TIE = 1e-12
+#: bootstrap resamples of the rank intervals (``harness compare``'s default)
+BOOTSTRAP = 10_000
 
 
 def _system(c: Catalog, r: RunEntry, name: str) -> System:
@@ -56,4 +60,18 @@ def compare_payload(c: Catalog, ids: list[str], permutations: int = PERMUTATIONS
                         "wins": sum(1 for x in items if x[3] > TIE), "losses": sum(1 for x in items if x[3] < -TIE),
                         "ties": sum(1 for x in items if abs(x[3]) <= TIE)})
         deltas[mc.metric] = per
-    return {"ids": ids, "names": names, "task": task, "comparison": res.as_dict(), "deltas": deltas}
+    ranks = {mc.metric: _ranks(systems, task, mc.metric, seed) for mc in res.results}
+    return {"ids": ids, "names": names, "task": task, "comparison": res.as_dict(), "deltas": deltas, "ranks": ranks,
+            "rank_method": f"rank 1 = best by mean; 95% interval over {BOOTSTRAP} bootstrap resamples of the queries "
+                           f"(paired), seed {seed}; runs sharing a letter have overlapping intervals"}
+
+
+def _ranks(systems: list[System], task: str, metric: str, seed: int) -> list[dict[str, Any]]:
+    """Each run's rank on ``metric`` with its 95% bootstrap interval and groups, best first."""
+    import numpy as np
+
+    al = align(systems, task, metric, "drop")
+    x = np.array(al.values, dtype=np.float64).reshape(-1, len(systems))
+    out = rank_intervals(x, al.systems, resamples=BOOTSTRAP, seed=seed, lower_is_better=metric in LOWER_IS_BETTER)
+    return [{"system": r.system, "mean": r.mean, "rank": r.rank, "rank_ci": [r.low, r.high], "groups": r.groups}
+            for r in out]

@@ -489,6 +489,50 @@
     return chart;
   }
 
+  // ranks with their 95% bootstrap intervals, best first (text through textContent only)
+  function rankChart(rows) {
+    var n = rows.length, W = 640, rowH = 24, top = 14, right = 70;
+    var left = Math.min(280, 24 + 7 * rows.reduce(function (m, r) { return Math.max(m, String(r.system).length + 4); }, 4));
+    var H = top + rowH * n + 34, span = Math.max(1, n - 1);
+    function x(rank) { return left + (W - left - right) * (rank - 1) / span; }
+    function text(attrs, value) { var t = svg('text', attrs); t.textContent = value; return t; }
+    var chart = svg('svg', { class: 'rank-chart', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, role: 'img' });
+    for (var k = 1; k <= n; k++) {
+      chart.appendChild(svg('line', { class: 'tick', x1: x(k), x2: x(k), y1: top - 4, y2: top + rowH * n }));
+      chart.appendChild(text({ x: x(k), y: top + rowH * n + 16, 'text-anchor': 'middle' }, String(k)));
+    }
+    chart.appendChild(text({ x: W - right, y: top + rowH * n + 30, 'text-anchor': 'end' }, 'rank (1 = best)'));
+    rows.forEach(function (r, i) {
+      var y = top + rowH * (i + 0.5), g = (r.groups || []).join('');
+      var label = r.system + (g ? ' (' + g + ')' : '');
+      chart.appendChild(text({ x: left - 10, y: y + 4, 'text-anchor': 'end' }, label));
+      var line = svg('line', { class: 'rank-interval', x1: x(r.rank_ci[0]), x2: x(r.rank_ci[1]), y1: y, y2: y,
+        dataset: { system: r.system } });
+      var dot = svg('circle', { class: 'rank-point', cx: x(r.rank), cy: y, r: 4.5, dataset: { system: r.system, rank: r.rank } });
+      var title = svg('title', {});
+      title.textContent = r.system + ': rank ' + r.rank + ' (95% interval ' + r.rank_ci[0] + ' to ' + r.rank_ci[1] + '), mean ' + num(r.mean);
+      dot.appendChild(title);
+      chart.appendChild(line);
+      chart.appendChild(dot);
+      chart.appendChild(text({ x: W - 4, y: y + 4, 'text-anchor': 'end', class: 'rank-mean' }, num(r.mean)));
+    });
+    return chart;
+  }
+
+  function rankSection(p, m) {
+    var rows = (p.ranks || {})[m];
+    if (!rows || !rows.length) return null;
+    var t = h('table', { id: 'compare-ranks' }, h('tr', null, ['rank', 'run', 'mean', '95% rank CI', 'group'].map(function (x) {
+      return h('th', null, x);
+    })));
+    rows.forEach(function (r) {
+      t.appendChild(h('tr', { dataset: { system: r.system } }, h('td', { class: 'num' }, String(r.rank)), h('td', null, r.system),
+        h('td', { class: 'num' }, num(r.mean)), h('td', { class: 'num' }, '[' + r.rank_ci[0] + ', ' + r.rank_ci[1] + ']'),
+        h('td', null, (r.groups || []).join(''))));
+    });
+    return [h('h2', null, 'Ranks'), rankChart(rows), t, h('p', { class: 'note' }, String(p.rank_method || ''))];
+  }
+
   function comparePage(ids) {
     return load('compare/' + ids.join('/')).then(function (p) {
       if (p.error) throw new Error(p.error);
@@ -514,7 +558,7 @@
         add(body, [h('p', null, 'baseline: ', h('b', null, p.names[0]), ' · ', String(mc.n_queries), ' queries',
           mc.note ? ' · ' + mc.note : ''), t,
           h('p', { class: 'note' }, p.comparison.settings.test + '; Holm correction over ' + p.comparison.settings.family +
-            '; B = ' + p.comparison.settings.permutations + ', seed ' + p.comparison.settings.seed)]);
+            '; B = ' + p.comparison.settings.permutations + ', seed ' + p.comparison.settings.seed), rankSection(p, m)]);
         p.deltas[m].forEach(function (per) {
           add(body, [h('h2', null, per.system + ' − baseline, per query (sorted)'),
             h('p', { class: 'wtl-line' }, 'wins ' + per.wins + ' · ties ' + per.ties + ' · losses ' + per.losses),

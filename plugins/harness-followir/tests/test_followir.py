@@ -71,6 +71,50 @@ def test_both_tie_rules_give_the_hand_computed_values(hub, tmp_path):
     assert res.per_query["311"]["p-MRR[release]"] == pytest.approx(0.375)
 
 
+def _bootstrap_by_hand(values: list[float], b: int, seed: int) -> list[float]:
+    """Bootstrap means drawn one resample at a time from the documented streams: blocks of 1,000, block i
+    from SeedSequence(seed).spawn(n)[i] (harness.metrics.bootstrap)."""
+    import numpy as np
+
+    sizes = [1000] * (b // 1000) + ([b % 1000] if b % 1000 else [])
+    x, out = np.array(values), []
+    for seq, size in zip(np.random.SeedSequence(seed).spawn(len(sizes)), sizes):
+        rng = np.random.Generator(np.random.PCG64(seq))
+        out += [float(x[rng.integers(0, x.size, size=x.size)].mean()) for _ in range(size)]
+    return out
+
+
+def test_p_mrr_has_a_bootstrap_interval_over_topics_and_compare_pairs_its_topics(hub, tmp_path):
+    """The per-topic p-MRR values (0.5 and 0.25, above) are the per-query rows; results.json gives the mean a
+    bootstrap interval over them; `harness compare` pairs the topics like queries. The value is unchanged."""
+    import numpy as np
+    from click.testing import CliRunner
+    from harness.cli import cli
+
+    ranked = evaluate("followir:core17", rerankers=[TableReranker()], progress=False, context=_context(tmp_path),
+                      output=str(tmp_path / "ranked"))
+    plain = evaluate("followir:core17", progress=False, context=_context(tmp_path), output=str(tmp_path / "plain"))
+    assert ranked.metrics["p-MRR"] == pytest.approx(0.375)
+    u = ranked.uncertainty["p-MRR"]
+    means = _bootstrap_by_hand([0.5, 0.25], 10_000, 0)
+    assert u.n == 2 and u.ci95 == pytest.approx(tuple(np.percentile(means, [2.5, 97.5])))
+    assert u.se == pytest.approx(np.std(means, ddof=1)) and "over topics" in u.method
+    stored = json.loads((tmp_path / "ranked" / "results.json").read_text())["uncertainty"]["p-MRR"]
+    assert stored["ci95"] == pytest.approx(list(u.ci95)) and stored["n"] == 2
+    r = CliRunner().invoke(cli, ["compare", f"plain={tmp_path / 'plain'}", f"ranked={tmp_path / 'ranked'}",
+                                 "--metric", "p-MRR", "--test", "t", "--bootstrap", "500", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.output)["comparisons"]
+    assert (row["a"], row["b"], row["n"]) == ("plain", "ranked", 2)
+    assert row["delta"] == pytest.approx(0.375 - plain.metrics["p-MRR"])
+    from harness_followir.metric import FollowIRPMRR
+
+    with pytest.raises(HarnessError, match="resamples must be a whole number >= 1"):
+        FollowIRPMRR(resamples=0)
+    assert FollowIRPMRR(seed=5).config()["interval"] == {"method": "bootstrap over topics", "resamples": 10_000,
+                                                         "seed": 5}
+
+
 def test_the_pool_alone_moves_nothing(hub, tmp_path):
     """Without a reranker each mode is its pool in the published order: identical pools, p-MRR 0."""
     res = evaluate("followir:news21", progress=False, context=_context(tmp_path))

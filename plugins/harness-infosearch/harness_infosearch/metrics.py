@@ -198,12 +198,25 @@ class SICR(_CrossMode):
 class PMRR(_CrossMode):
     """FollowIR's p-MRR as the InfoSearch code computes it: over the *demoted* documents (``og``
     positive, ``changed`` grade 0), comparing the ``og`` and ``changed`` runs; mean per query, then
-    over the queries that have demoted documents."""
+    over the queries that have demoted documents. Each query's p-MRR is its per-query value; the
+    value's uncertainty is a bootstrap over those queries (``harness.metrics.bootstrap_uncertainty``,
+    ``resamples``, ``seed``: percentile 95% interval, sd of the bootstrap means)."""
 
     names = ["p-MRR"]
 
+    def __init__(self, resamples: int = 10_000, seed: int = 0, **modes: str):
+        super().__init__(**modes)
+        for name, value, least in (("resamples", resamples, 1), ("seed", seed, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise HarnessError(f"p-MRR: {name} must be a whole number >= {least}, not {value!r}")
+        self.resamples, self.seed = resamples, seed
+
+    def config(self) -> dict[str, Any]:
+        return {**super().config(), "interval": {"method": "bootstrap over the scored queries",
+                                                 "resamples": self.resamples, "seed": self.seed}}
+
     def compute(self, inp: MetricInput) -> MetricResult:
-        from harness.metrics import p_mrr
+        from harness.metrics import bootstrap_uncertainty, p_mrr
 
         ori, ins, _ = self.modes
         self._check(inp, (ori, ins))
@@ -217,7 +230,9 @@ class PMRR(_CrossMode):
                 counted[qid] = demoted
         # ranks are the runs' positions (ties already broken by the pipeline): the tie rule "order"
         value, per = p_mrr(counted, inp.runs[ori].to_dict(), inp.runs[ins].to_dict(), ties="order")
-        return MetricResult({"p-MRR": value}, {q: {"p-MRR": v} for q, v in per.items()})
+        unc = bootstrap_uncertainty(list(per.values()), self.resamples, self.seed, unit="queries")
+        return MetricResult({"p-MRR": value}, {q: {"p-MRR": v} for q, v in per.items()},
+                            uncertainty={"p-MRR": unc} if unc is not None else {})
 
 
 class GoldRank(_CrossMode):

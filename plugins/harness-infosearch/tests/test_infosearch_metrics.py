@@ -209,3 +209,24 @@ def test_robustness_is_min_over_variants_per_core_query():
     res = Robustness(cutoff=10).compute(MetricInput({"changed": run}, dict(ds.qrels), ds))
     # core one: min(1.0, 1/log2(3)) ; core two: 1.0
     assert res.aggregate["Robustness@10"] == pytest.approx((1 / math.log2(3) + 1.0) / 2)
+
+
+def test_pmrr_reports_a_bootstrap_interval_over_its_queries():
+    """The value is unchanged; its uncertainty is a bootstrap over the per-query p-MRR values, the resamples
+    drawn one at a time from the documented streams (harness.metrics.bootstrap) here."""
+    import numpy as np
+
+    pm = PMRR(resamples=1500, seed=3).compute(_worked_input())
+    values = [pm.per_query[q]["p-MRR"] for q in WORKED]
+    assert pm.aggregate["p-MRR"] == pytest.approx(0.375 / 6)
+    x, means = np.array(values), []
+    for seq, size in zip(np.random.SeedSequence(3).spawn(2), (1000, 500)):
+        rng = np.random.Generator(np.random.PCG64(seq))
+        means += [x[rng.integers(0, 6, size=6)].mean() for _ in range(size)]
+    u = pm.uncertainty["p-MRR"]
+    assert u.n == 6 and u.ci95 == pytest.approx(tuple(np.percentile(means, [2.5, 97.5])))
+    assert u.se == pytest.approx(np.std(means, ddof=1))
+    assert PMRR().config()["interval"] == {"method": "bootstrap over the scored queries", "resamples": 10_000,
+                                           "seed": 0}
+    with pytest.raises(HarnessError, match="resamples must be a whole number"):
+        PMRR(resamples=0)
