@@ -15,17 +15,18 @@ adjusted p <= alpha).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import MappingProxyType
 
 from harness.compare.stats import holm
 
 CORRECTIONS = ("holm", "bonferroni", "bh", "by", "none")
-DESCRIPTIONS = {
+DESCRIPTIONS = MappingProxyType({
     "holm": "Holm (1979) step-down, family-wise error rate",
     "bonferroni": "Bonferroni, family-wise error rate",
     "bh": "Benjamini-Hochberg (1995) step-up, false discovery rate",
     "by": "Benjamini-Yekutieli (2001) step-up, false discovery rate under any dependence",
     "none": "no correction",
-}
+})
 
 
 def bonferroni(pvalues: Sequence[float]) -> list[float]:

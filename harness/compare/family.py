@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -35,14 +36,14 @@ PAIRS = ("baseline", "all")
 TESTS = ("randomization", "t", "wilcoxon", "bootstrap")
 #: the ``task`` of the rows comparing the means over tasks
 ACROSS = "(mean over tasks)"
-TEST_NAMES = {
+TEST_NAMES = MappingProxyType({
     "randomization": "paired randomization (sign-flip) test on the mean difference, p = (c+1)/(B+1)",
     "t": "paired t-test (scipy.stats.ttest_rel)",
     "wilcoxon": "Wilcoxon signed-rank test (scipy.stats.wilcoxon defaults: zeros dropped, no continuity "
                 "correction, exact for n <= 50 without ties or zeros)",
     "bootstrap": "paired bootstrap test of the mean difference (shift method: |delta* - delta| >= |delta|), "
                  "p = (c+1)/(B+1)",
-}
+})
 
 
 @dataclass(frozen=True)
