@@ -10,7 +10,6 @@ from harness.compare.analysis import CompareResult, MetricComparison
 from harness.compare.latex import latex_escape
 from harness.results.table import render
 
-FORMATS = ("table", "json", "markdown", "latex")
 HEADER = ("system", "mean", "diff", "95% CI", "d_z", "W/T/L", "p_rand", "p_holm", "p_t", "sig")
 
 
@@ -135,7 +134,8 @@ def to_latex(res: CompareResult) -> str:
 
 
 def render_result(res: CompareResult, fmt: str) -> str:
-    """``res`` in ``fmt`` (:data:`FORMATS`); the family-wise analysis, when ``res`` holds one, in its own layout."""
+    """``res`` in ``fmt`` (``table``, ``json``, ``markdown`` or ``latex``: the choices of ``--format``); the family-wise
+    analysis, when ``res`` holds one, in its own layout."""
     if res.family is not None and fmt != "json":
         return {"table": family_format.to_table, "markdown": family_format.to_markdown,
                 "latex": family_format.to_latex}[fmt](res)
