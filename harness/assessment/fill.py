@@ -4,7 +4,8 @@ The pairs: the union over the results folders' final runs of each query's top ``
 order), for the queries the task's qrels judge (a query nobody judged is not scored by the benchmark and is
 left out, counted), minus the pairs the qrels already judge; each judged once. The qrels written: every human
 judgment of the task's mode unchanged, then the filled pairs; the side file ``QRELS_FILE.provenance.jsonl``
-says for each filled pair which judge, model and prompt gave it (and its grade before any mapping).
+says for each filled pair which judge, model and prompt gave it (and its grade before any mapping; credentials
+in a URL masked).
 
 Grades written (``scale``): ``judge`` writes the judge's grade as it is (UMBRELA's 0-3, TREC DL's own
 scale); ``binary`` writes 1 for a judge grade >= ``binary_from`` (2: UMBRELA's "has some answer") else 0,
@@ -27,6 +28,7 @@ from harness.concepts.run import Run
 from harness.context import Context
 from harness.formats.qrels_file import write_qrels
 from harness.metrics.hole import top_k
+from harness.results.layout import clean
 from harness.results.store import read_results
 from harness.results.stored_runs import single_run
 from harness.runtime.about import __version__
@@ -130,6 +132,6 @@ def fill_qrels(context: Context, data: TaskData, folders: Sequence[str], judge: 
     if not judged.dry_run and judged.complete:
         target = write_qrels(output, rows)
         side = Path(str(target) + PROVENANCE_SUFFIX)
-        side.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in provenance), encoding="utf-8")
+        side.write_text("".join(json.dumps(clean(r), sort_keys=True) + "\n" for r in provenance), encoding="utf-8")
         summary["written"] = {"qrels": str(target), "provenance": str(side), "judgments": len(rows)}
     return summary, judged

@@ -152,6 +152,9 @@ def fill_cmd(results, task, judge, mode, depth, output, scale, max_llm_failures,
         click.echo(f"[harness] qrels written to {summary['written']['qrels']} "
                    f"({summary['written']['judgments']} judgments; provenance in {summary['written']['provenance']})",
                    err=True)
+    elif not judged.dry_run:
+        click.echo(f"[harness] {output} not written: LLM calls failed; run the command again to retry them (the "
+                   "replies received are cached)", err=True)
     _finish(judged)
 
 
@@ -184,12 +187,16 @@ def rankcorr_cmd(results, task, mode, qrels, metric, as_json, output) -> None:
 
 def _rankcorr_text(res) -> str:
     metric = res["metric"]
-    lines = [f"{metric}: Kendall's tau-b {res['tau'] if res['tau'] is None else round(res['tau'], 4)} "
-             f"(p = {res['p_value'] if res['p_value'] is None else round(res['p_value'], 4)}) over "
-             f"{res['n_systems']} systems", f"{'system':<30} {'task qrels':>11} {'rank':>5} {'--qrels':>9} {'rank':>5}"]
+    hole = next((k for k in (res["systems"][0] if res["systems"] else {}) if k.startswith("Hole@")), None)
+    tau, p = res["tau"], res["p_value"]
+    lines = [f"{metric}: Kendall's tau-b {'n/a' if tau is None else f'{tau:.4f}'} "
+             f"(p = {'n/a' if p is None else f'{p:.4f}'}) over {res['n_systems']} systems",
+             f"{'system':<30} {'task qrels':>11} {'rank':>5} {'--qrels':>9} {'rank':>5}"
+             + (f" {hole + ' task':>14} {hole + ' --qrels':>16}" if hole else "")]
     for s in res["systems"]:
         v = s[metric]
         lines.append(f"{s['name'][:30]:<30} {v['task_qrels']:>11.4f} {s['rank_task_qrels']:>5} "
-                     f"{v['qrels_file']:>9.4f} {s['rank_qrels_file']:>5}")
+                     f"{v['qrels_file']:>9.4f} {s['rank_qrels_file']:>5}"
+                     + (f" {s[hole]['task_qrels']:>14.4f} {s[hole]['qrels_file']:>16.4f}" if hole else ""))
     lines.append("changed places: " + (", ".join(res["changed_places"]) or "none"))
     return "\n".join(lines)
