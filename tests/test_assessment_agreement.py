@@ -132,3 +132,22 @@ def test_a_dry_run_prices_the_pairs_and_writes_nothing(data_dir, tmp_path, monke
     row = next(line for line in res.output.splitlines() if line.startswith("openai:gpt-4o-mini"))
     assert row.split()[1] == "40" and float(row.split()[-1]) > 0  # 40 calls, priced
     assert not (tmp_path / "agr").exists()
+
+
+def test_batch_mode_sends_the_pairs_through_the_batch_api_with_the_same_figures(data_dir, tmp_path, monkeypatch):
+    pytest.importorskip("openai", reason="needs openai: pip install 'harness-ir[openai]'")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
+    dl19 = Dl19.read(data_dir)
+    args = ["--data-dir", str(data_dir), "judge", "agreement", "--task", "trec-dl19", "--sample", "24", "--json",
+            "--quiet"]
+    with TestServer(reply=dl19.assessor()) as srv:
+        batch = CliRunner().invoke(cli, [*args, "--llm", srv.spec("gpt-4o-mini", "openai"), "--llm-batch",
+                                         "--cache-dir", str(tmp_path / "batch")])
+        assert batch.exit_code == 0, batch.output
+        assert srv.requests_total == 0 and srv.batch_requests_total == 24
+        direct = CliRunner().invoke(cli, [*args, "--llm", srv.spec("gpt-4o-mini", "openai"),
+                                          "--cache-dir", str(tmp_path / "direct")])
+        assert direct.exit_code == 0, direct.output
+        assert srv.requests_total == 24
+    one, two = json.loads(batch.stdout), json.loads(direct.stdout)
+    assert one["n"] == two["n"] == 24 and one["kappa"] == two["kappa"] and one["confusion"] == two["confusion"]

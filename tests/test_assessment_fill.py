@@ -207,3 +207,22 @@ def test_report_scores_under_the_filled_qrels(filled, runs, tmp_path):
         assert f"{ndcg10(runs[name] / 'run.trec', written):.4f}" in html
     before = json.loads((runs["bm25-corpus"] / "results.json").read_text())["metrics"]["nDCG@10"]
     assert f"{before:.4f}" not in html  # the stored figure, under NIST's qrels, is not the one shown
+
+
+def test_the_grades_written_follow_the_scale(dl19):
+    from types import SimpleNamespace
+
+    from harness.assessment.fill import default_scale, written_grade
+    from harness.concepts.qrels import Qrels
+
+    assert default_scale(SimpleNamespace(qrels=Qrels(dl19.qrels))) == "judge"  # NIST graded 0-3
+    assert default_scale(SimpleNamespace(qrels=Qrels({"q": {"a": 1, "b": 0}}))) == "binary"
+    assert [written_grade(g, "binary", 2.0) for g in (0, 1, 2, 3)] == [0, 0, 1, 1]
+    assert [written_grade(g, "judge", 2.0) for g in (0, 1, 2, 3)] == [0, 1, 2, 3]
+
+
+def test_a_judge_spec_setting_its_own_depth_is_refused(runs, dl19, tmp_path):
+    res = invoke("--data-dir", str(dl19.root.parent), "judge", "fill", str(runs["bm25-corpus"]), "--task",
+                 "trec-dl19", "--judge", "umbrela:depth=3", "--llm", "openai:gpt-4o-mini", "--dry-run", "-o",
+                 str(tmp_path / "x.qrels"), ok=False)
+    assert res.exit_code == 2 and "leave depth out" in res.output
