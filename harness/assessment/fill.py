@@ -30,7 +30,7 @@ from harness.formats.qrels_file import write_qrels
 from harness.metrics.hole import top_k
 from harness.results.layout import clean
 from harness.results.store import read_results
-from harness.results.stored_runs import single_run
+from harness.results.stored_runs import stored_runs
 from harness.runtime.about import __version__
 
 SCALES = ("judge", "binary")
@@ -43,13 +43,17 @@ def default_scale(data: TaskData) -> str:
 
 
 def task_runs(data: TaskData, folders: Sequence[str]) -> dict[str, Run]:
-    """Folder -> its final run of the task (read inside the folder); a folder of another task is an error."""
+    """Folder -> its final run of the task's mode (read inside the folder); a folder of another task, or
+    without a run of that mode, is an error."""
     runs: dict[str, Run] = {}
     for folder in folders:
         stored = read_results(folder)
         if stored.task_name != data.task.name:
             raise HarnessError(f"{folder}: holds results of task {stored.task_name!r}, not {data.task.name!r}")
-        runs[str(folder)] = single_run(stored)
+        by_mode = stored_runs(stored)
+        if data.mode not in by_mode:
+            raise HarnessError(f"{folder}: holds no run of mode {data.mode!r} (its runs: {', '.join(by_mode)})")
+        runs[str(folder)] = by_mode[data.mode]
     return runs
 
 
