@@ -105,6 +105,7 @@ CLI_BACKENDS = frozenset({
     "harness.results.table", "harness.mteb.result_files",  # the eval and score tables, export mteb
     "harness.plugins.template", "harness.components.kinds",  # new-plugin
     "harness.runtime.extras", "harness.runtime.numbers",  # option checks
+    "harness.assessment", "harness.compare.rescore",  # judge agreement/fill/rankcorr; compare/report --qrels
 })
 
 

@@ -31,6 +31,11 @@ _COMMON_OPTIONS = (
                  help="Names for the systems, in order (default: folder names; or give RESULTS as NAME=DIR)."),
 )
 
+#: re-score every system's run under other qrels first (harness/compare/rescore.py)
+_QRELS_OPTION = click.option("--qrels", type=click.Path(exists=True, dir_okay=False),
+                             help="Score each system's stored run under this TREC qrels file first (e.g. written "
+                                  "by `harness judge fill`): standard measures and Hole@k.")
+
 
 #: the family-wise analysis (docs/compare.md "Families, corrections, ranks"): given any of these, compare adds
 #: the flat list of comparisons corrected over the chosen family, the rank intervals and, when asked, the
@@ -75,8 +80,9 @@ def _apply(options):
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
               help="Threads for the resampling (the p-values do not depend on it).")
 @_apply(_FAMILY_OPTIONS)
+@_QRELS_OPTION
 def compare_cmd(results, baseline, metrics, tasks, permutations, seed, alpha, fill, names, fmt, output,
-                workers, **family) -> None:
+                workers, qrels, **family) -> None:
     """Paired significance tests between results folders evaluated on the same task(s).
 
     Per task and metric: each system against the baseline (paired randomization test, paired
@@ -93,6 +99,10 @@ def compare_cmd(results, baseline, metrics, tasks, permutations, seed, alpha, fi
         check_output_file(output)
     options = _family_options(family)
     systems = load_systems(list(results), list(names))
+    if qrels:
+        from harness.compare.rescore import rescore_systems
+
+        systems = rescore_systems(systems, qrels, list(metrics) or None)
     res = compare(systems, baseline=baseline, metrics=list(metrics) or None, tasks=list(tasks) or None,
                   permutations=permutations, seed=seed, alpha=alpha, fill=fill, workers=workers, options=options)
     text = render_result(res, fmt)
@@ -121,7 +131,8 @@ def _family_options(given: dict):
 @click.option("--title", default="harness report", show_default=True, help="The report's title.")
 @click.option("--bootstrap", default=10_000, show_default=True, type=click.IntRange(1, MAX_PERMUTATIONS), metavar="B",
               help="Bootstrap resamples for the rank intervals.")
-def report_cmd(results, baseline, permutations, seed, alpha, fill, names, output, title, bootstrap) -> None:
+@_QRELS_OPTION
+def report_cmd(results, baseline, permutations, seed, alpha, fill, names, output, title, bootstrap, qrels) -> None:
     """One self-contained HTML report (no network needed) of results folders: per-task tables with
     significance marks against the baseline, radar charts across a suite's tasks, bar charts per
     task or instruction level, rank-interval charts, the worst queries with their rankings, cost and usage."""
@@ -132,6 +143,10 @@ def report_cmd(results, baseline, permutations, seed, alpha, fill, names, output
     require("jinja2", "report", "harness report")  # before any results folder is read
     check_output_file(output)
     systems = load_systems(list(results), list(names))
+    if qrels:
+        from harness.compare.rescore import rescore_systems
+
+        systems = rescore_systems(systems, qrels)
     path = write_report(systems, output, baseline=baseline, permutations=permutations, seed=seed, alpha=alpha,
                         fill=fill, title=title, bootstrap=bootstrap)
     size = path.stat().st_size

@@ -21,6 +21,8 @@ from harness.cli.options import data_dir_option, llm_options, make_context
 @click.option("--reranker", "rerankers", multiple=True, help="Reranker spec; repeat to chain.")
 @click.option("--judge", "-j", help="Judge spec, e.g. instfol.")
 @click.option("--metric", "-m", "metrics", multiple=True, help="Metric; repeatable. Default: the task's.")
+@click.option("--qrels", type=click.Path(exists=True, dir_okay=False), help="Score against this TREC qrels file "
+              "instead of the dataset's (e.g. written by `harness judge fill`); its sha256 goes to results.json.")
 @click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N queries (N >= 1).")
 @click.option("--depth", "-k", type=click.IntRange(min=1), help="First-stage depth, >= 1 (default: the task's).")
 @click.option("--output", "-o", type=click.Path(file_okay=False), help="Write results.json, per-query "
@@ -32,8 +34,8 @@ from harness.cli.options import data_dir_option, llm_options, make_context
               metavar="SHARE", help="Share of LLM requests that may get no usable reply before the run counts as "
               "INCOMPLETE (exit status 3), e.g. 0.01.")
 @llm_options
-def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, output, overwrite, as_json, quiet,
-             max_llm_failures, llm_settings, cache_dir) -> None:
+def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, qrels, limit, depth, output, overwrite, as_json,
+             quiet, max_llm_failures, llm_settings, cache_dir) -> None:
     """Run a task: first stage, rerankers, judge, metrics.
 
     Exit status: 0 done; 2 an input or configuration error (one message); 3 INCOMPLETE, LLM requests
@@ -49,7 +51,7 @@ def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, 
     result = evaluate(task, dataset=dataset, retriever=retriever, rerankers=rerankers, judge=judge,
                       metrics=metrics or None, limit=limit, depth=depth, output=output, overwrite=overwrite,
                       progress=not quiet, max_llm_failures=max_llm_failures, context=context,
-                      command=["harness", *sys.argv[1:]])
+                      command=["harness", *sys.argv[1:]], qrels=qrels)
     _print_result(result, as_json, quiet, llm_settings)
     if not result.complete:
         sys.exit(EXIT_INCOMPLETE)

@@ -19,7 +19,7 @@ import numpy as np
 from harness.compare.equivalence import bootstrap_tost
 from harness.compare.family import ACROSS, FamilyOptions, PairComparison, RankRow, Table, rank_rows
 from harness.compare.paired_bootstrap import shift_p
-from harness.compare.ranks import LOWER_IS_BETTER, RankInterval, intervals_from_means
+from harness.compare.ranks import RankInterval, intervals_from_means, lower_is_better
 from harness.metrics.bootstrap import bootstrap_means, percentile_interval
 
 
@@ -40,7 +40,7 @@ def mean_over_tasks(tables: list[Table], resamples: int, seed: int) -> tuple[np.
 def across_ranks(tables: list[Table], metric: str, resamples: int, seed: int) -> list[RankInterval]:
     """The systems' ranks by their mean over tasks of ``metric``, with stratified bootstrap intervals."""
     observed, boot = mean_over_tasks(tables, resamples, seed)
-    return intervals_from_means(tables[0].systems, observed, boot, metric in LOWER_IS_BETTER)
+    return intervals_from_means(tables[0].systems, observed, boot, lower_is_better(metric))
 
 
 def across_rows(tables: list[Table], metric: str, pairs: list[tuple[str, str]], options: FamilyOptions,
@@ -48,7 +48,7 @@ def across_rows(tables: list[Table], metric: str, pairs: list[tuple[str, str]], 
     """The comparisons and ranks of the mean over tasks of ``metric`` (``tables``: one per task)."""
     systems = tables[0].systems
     observed, boot = mean_over_tasks(tables, options.bootstrap, seed)
-    ranks = intervals_from_means(systems, observed, boot, metric in LOWER_IS_BETTER)
+    ranks = intervals_from_means(systems, observed, boot, lower_is_better(metric))
     n = sum(t.x.shape[0] for t in tables)
     rows = []
     for a, b in pairs:

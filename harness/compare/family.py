@@ -26,7 +26,7 @@ import numpy as np
 from harness.compare.corrections import CORRECTIONS, DESCRIPTIONS, adjust
 from harness.compare.equivalence import tost
 from harness.compare.paired_bootstrap import shift_p
-from harness.compare.ranks import LOWER_IS_BETTER, RankInterval, intervals_from_means
+from harness.compare.ranks import RankInterval, intervals_from_means, lower_is_better
 from harness.compare.stats import paired_summary
 from harness.concepts.errors import HarnessError
 from harness.metrics.bootstrap import DEFAULT_RESAMPLES, bootstrap_means
@@ -157,7 +157,7 @@ def task_rows(t: Table, pairs: list[tuple[str, str]], options: FamilyOptions,
               seed: int) -> tuple[list[PairComparison], list[RankRow]]:
     """The comparisons and ranks of one task and metric."""
     boot = bootstrap_means([t.x], options.bootstrap, seed)[:, 0, :]
-    ranks = intervals_from_means(t.systems, t.x.mean(axis=0), boot, t.metric in LOWER_IS_BETTER)
+    ranks = intervals_from_means(t.systems, t.x.mean(axis=0), boot, lower_is_better(t.metric))
     rows = []
     for (a, b), p in zip(pairs, _p_values(t, pairs, options, boot, p_test)):
         xa, xb = t.x[:, t.systems.index(a)], t.x[:, t.systems.index(b)]

@@ -9,7 +9,7 @@ from typing import Any
 from harness.compare import svg
 from harness.compare.across import across_ranks
 from harness.compare.family import Table
-from harness.compare.ranks import LOWER_IS_BETTER, RankInterval, rank_intervals
+from harness.compare.ranks import RankInterval, lower_is_better, rank_intervals
 from harness.compare.runs import System, align, common_metrics
 
 #: the most metrics charted per task (as the report's bar charts)
@@ -28,7 +28,7 @@ def _chart(title: str, task: str, metric: str, ranks: list[RankInterval], colors
     rows = [{"system": r.system, "rank": r.rank, "low": r.low, "high": r.high, "mean": r.mean, "groups": r.groups,
              "color": colors[r.system]} for r in ranks]
     return {"title": title, "task": task, "metric": metric, "chart": svg.rank_chart(rows, len(ranks)),
-            "note": f"rank 1 = best ({'lowest' if metric in LOWER_IS_BETTER else 'highest'} mean); the line: the 95% "
+            "note": f"rank 1 = best ({'lowest' if lower_is_better(metric) else 'highest'} mean); the line: the 95% "
                     f"interval of the rank over {resamples} bootstrap resamples of the {n} queries (paired); systems "
                     "sharing a letter have overlapping intervals (cannot be told apart)",
             "rows": [{k: v for k, v in r.items() if k != "color"} for r in rows]}
@@ -45,7 +45,7 @@ def task_rank_charts(systems: list[System], task: str, metrics: list[str], *, fi
         t = _table(systems, task, m, fill)
         if t.x.shape[0] == 0:
             continue
-        ranks = rank_intervals(t.x, t.systems, resamples=resamples, seed=seed, lower_is_better=m in LOWER_IS_BETTER)
+        ranks = rank_intervals(t.x, t.systems, resamples=resamples, seed=seed, lower_is_better=lower_is_better(m))
         out.append(_chart(f"{task}: rank by {m}", task, m, ranks, colors, resamples, t.x.shape[0]))
     return out
 

@@ -26,6 +26,13 @@ from harness.metrics.bootstrap import DEFAULT_RESAMPLES, bootstrap_means, percen
 
 #: metrics where a lower value is better (ranks, such as InfoSearch's gold-document ranks)
 LOWER_IS_BETTER = frozenset({"R_ori", "R_ins", "R_rev", "gold-rank"})
+#: families whose every cutoff is lower-is-better (``Hole@10``: the share of the top 10 without a judgment)
+LOWER_IS_BETTER_FAMILIES = ("Hole@",)
+
+
+def lower_is_better(metric: str) -> bool:
+    """Whether a lower value of ``metric`` is better (rank 1 is the lowest mean)."""
+    return metric in LOWER_IS_BETTER or metric.startswith(LOWER_IS_BETTER_FAMILIES)
 #: means this close (relative) tie: rounding never splits two systems with the same per-query values
 TIE = 1e-12
 

@@ -13,7 +13,7 @@ from typing import Any
 from harness.compare import svg
 from harness.compare.analysis import CompareResult, compare
 from harness.compare.rank_charts import across_rank_charts, task_rank_charts
-from harness.compare.ranks import LOWER_IS_BETTER  # ranks: bold marks the lowest
+from harness.compare.ranks import lower_is_better  # ranks: bold marks the lowest
 from harness.compare.runs import System, TaskResult, common_metrics, common_tasks
 from harness.concepts.errors import HarnessError
 from harness.concepts.uncertainty import Uncertainty
@@ -98,7 +98,7 @@ def _metric_table(systems: list[System], task: str, res: CompareResult | None) -
             cells.append({"value": v, "mark": mark, "p": None if c is None else _num(c.p_randomization_holm),
                           "diff": None if c is None else _num(c.diff),
                           **_unc_cell(uncertainties[i].get(m))})
-        pick = min if m in LOWER_IS_BETTER else max
+        pick = min if lower_is_better(m) else max
         best = pick((c["value"] for c in cells if c["value"] is not None), default=None)
         for c in cells:
             c["best"] = best is not None and c["value"] == best and len(cells) > 1

@@ -38,7 +38,8 @@ class EvalOptions:
     (created and probed before any data is read; one already holding ``results.json`` is refused unless
     ``overwrite``); ``progress``: progress lines on stderr; ``command``: the command line recorded in
     results.json; ``max_llm_failures``: the share of LLM requests in [0, 1] that may get no usable reply
-    before the result is INCOMPLETE."""
+    before the result is INCOMPLETE; ``qrels``: a TREC qrels file scored against instead of the dataset's
+    (LLM-filled qrels, ``harness judge fill``; a single-mode task only; its identity goes to results.json)."""
 
     metrics: tuple[str | Metric, ...] | None = None
     limit: int | None = None
@@ -48,6 +49,7 @@ class EvalOptions:
     progress: bool = True
     command: tuple[str, ...] | None = None
     max_llm_failures: float = 0.0
+    qrels: str | None = None
 
     def __post_init__(self) -> None:
         check_limits(limit=self.limit, depth=self.depth)
@@ -61,6 +63,8 @@ class EvalOptions:
             object.__setattr__(self, "command", tuple(str(c) for c in self.command))
         if self.output is not None:
             object.__setattr__(self, "output", str(self.output))
+        if self.qrels is not None:
+            object.__setattr__(self, "qrels", str(self.qrels))
 
     def replace(self, **changes: Any) -> EvalOptions:
         """A copy with ``changes`` (checked again)."""

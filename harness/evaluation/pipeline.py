@@ -66,13 +66,16 @@ def run(task: Task, specs: ComponentSpecs, options: EvalOptions, context: Contex
     """The stages of one evaluation of ``task`` in ``context`` (whose LLM session is this evaluation's own);
     a suite runs each member through :func:`run_member`."""
     if task.is_suite:
+        if options.qrels is not None:
+            raise HarnessError(f"--qrels replaces one task's qrels; {task.name!r} is a suite of "
+                               f"{len(task.tasks)} tasks")
         return evaluate_suite(task, options, context, partial(run_member, specs))
     ledger = stages.Ledger()
     metric_objs = resolve_metrics(context.registry, list(options.metrics or task.metrics))  # a bad name fails first
     if options.output:  # an unwritable or already used --output fails now, not after the evaluation
         stages.check_output(options.output, options.overwrite)
     comps = stages.build_components(context, task, specs)  # before any data is read
-    ds = stages.load(context, task, options.limit, ledger, options.progress)
+    ds = stages.load(context, task, options.limit, ledger, options.progress, options.qrels)
     depth = stages.settle_first_stage(comps, task, ds, options.depth)  # auto: the candidates when the data has them
     stages.index(comps, ds, ledger, options.progress)
     ranked = stages.Rankings()

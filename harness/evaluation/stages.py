@@ -49,6 +49,7 @@ from harness.concepts.task import Task
 from harness.context import Context
 from harness.data.download import ensure_task_files
 from harness.evaluation.options import ComponentArg, ComponentSpecs, EvalOptions
+from harness.evaluation.other_qrels import with_qrels_file
 from harness.results.layout import ResultsLayout
 from harness.results.result import EvalResult
 from harness.served.failure_policy import failure_report, merge_per_query
@@ -176,10 +177,14 @@ def load_task_dataset(context: Context, task: Task, download: bool = True) -> Da
     return context.registry.create("dataset", task.dataset, context, **task.dataset_args)
 
 
-def load(context: Context, task: Task, limit: int | None, ledger: Ledger, progress: bool) -> Dataset:
-    """The task's dataset (its first ``limit`` queries), validated: unknown ids are counted."""
+def load(context: Context, task: Task, limit: int | None, ledger: Ledger, progress: bool,
+         qrels: str | None = None) -> Dataset:
+    """The task's dataset (its first ``limit`` queries), validated: unknown ids are counted. ``qrels``: a
+    qrels file scored against instead of the dataset's (:func:`~harness.evaluation.other_qrels.with_qrels_file`)."""
     with ledger.timed("load"):
         ds = load_task_dataset(context, task)
+        if qrels is not None:
+            ds = with_qrels_file(ds, qrels)
         if limit is not None:
             ds = ds.limit(limit)
         ledger.counts["unknown_ids"] = ds.validate()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from harness.concepts.errors import DataError
@@ -71,10 +72,16 @@ def read_run(path: str | os.PathLike[str], name: str | None = None) -> Run:
     is not a finite number strictly written (``nan``, ``inf``, ``1_00``), a rank that is not a whole
     number and a file without any run line.
     """
+    return run_from_lines(iter_lines(path), path, name)
+
+
+def run_from_lines(lines: Iterable[tuple[int, str]], path: object, name: str | None = None) -> Run:
+    """:func:`read_run` over ``(line number, line)`` pairs already read (a results folder's run file read
+    inside its folder, :func:`harness.formats.bounded.iter_lines`); ``path`` names the file in messages."""
     scores: dict[str, dict[str, float]] = {}
     seen_at: dict[tuple[str, str], int] = {}
     tag = name
-    for lineno, line in iter_lines(path):
+    for lineno, line in lines:
         parts = line.split()
         if not parts:
             continue

@@ -126,6 +126,9 @@ def identity_disagreements(stored: StoredResults, pins: Pins) -> list[str]:
         out.append(f"task.dataset_args is {_show(ran.get('dataset_args') or {})}, not the task's "
                    f"{_show(pins.dataset_args)}")
     out += _file_disagreements(identity, pins)
+    if identity.get("qrels_file"):  # harness eval --qrels: scored against other qrels than MTEB's
+        out.append(f"dataset.qrels_file is {_show((identity['qrels_file'] or {}).get('path'))}: the run was scored "
+                   "against other qrels (--qrels), not the task's")
     for key, want in (("repo", pins.block["dataset"]), ("revision", pins.block["dataset_revision"])):
         if key in identity and identity[key] != want:
             out.append(f"dataset.{key} is {_show(identity[key])}, not {want!r} (MTEB's {pins.block['task_name']})")

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from harness.compare.analysis import compare
-from harness.compare.ranks import LOWER_IS_BETTER, rank_intervals
+from harness.compare.ranks import lower_is_better, rank_intervals
 from harness.compare.runs import System, TaskResult, align
 from harness.concepts.errors import HarnessError
 from harness.view.catalog import Catalog, RunEntry, _member_task
@@ -72,6 +72,6 @@ def _ranks(systems: list[System], task: str, metric: str, seed: int) -> list[dic
 
     al = align(systems, task, metric, "drop")
     x = np.array(al.values, dtype=np.float64).reshape(-1, len(systems))
-    out = rank_intervals(x, al.systems, resamples=BOOTSTRAP, seed=seed, lower_is_better=metric in LOWER_IS_BETTER)
+    out = rank_intervals(x, al.systems, resamples=BOOTSTRAP, seed=seed, lower_is_better=lower_is_better(metric))
     return [{"system": r.system, "mean": r.mean, "rank": r.rank, "rank_ci": [r.low, r.high], "groups": r.groups}
             for r in out]

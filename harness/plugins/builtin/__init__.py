@@ -16,5 +16,6 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "harness.plugins.builtin.retrievers",
     "harness.plugins.builtin.rerankers",
     "harness.plugins.builtin.metrics",
+    "harness.plugins.builtin.judges",
     "harness.plugins.builtin.llm_providers",
 )

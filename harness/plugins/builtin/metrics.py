@@ -1,4 +1,4 @@
-"""Built-in metrics: one per standard measure family (``harness.metrics.names``)."""
+"""Built-in metrics: one per standard measure family (``harness.metrics.names``), and ``Hole@k``."""
 
 from __future__ import annotations
 
@@ -11,3 +11,5 @@ from harness.plugins.hookspecs import hookimpl
 def register_metrics(register):
     for name, description in STANDARD_FAMILIES.items():
         register(name, lazy("harness.metrics.standard:StandardMetric"), description)
+    register("Hole", lazy("harness.metrics.hole:HoleMetric"),
+             "Hole@k: share of the top k without a judgment, mean over queries (scope=corpus: MTEB's)")
