@@ -18,6 +18,11 @@ from harness.cli.options import data_dir_option, llm_options, make_context
               "Default: the task's (its candidates in the re-ranking setting); with --dataset, the dataset's "
               "candidates when it carries them (top_ranked, pools), else bm25. Naming another retriever sets "
               "the candidates aside (said on stderr, recorded in results.json).")
+@click.option("--run", "run_files", multiple=True, type=click.Path(dir_okay=False), help="A TREC run file made "
+              "elsewhere as the first stage (scored whole, as trec_eval scores it; rerankers may follow); repeat for "
+              "several systems, one results folder each under --output.")
+@click.option("--name", "run_names", multiple=True, help="The system's name for each --run, in order (its folder "
+              "under --output; default: the file's name).")
 @click.option("--reranker", "rerankers", multiple=True, help="Reranker spec; repeat to chain.")
 @click.option("--judge", "-j", help="Judge spec, e.g. instfol.")
 @click.option("--metric", "-m", "metrics", multiple=True, help="Metric; repeatable. Default: the task's.")
@@ -32,8 +37,8 @@ from harness.cli.options import data_dir_option, llm_options, make_context
               metavar="SHARE", help="Share of LLM requests that may get no usable reply before the run counts as "
               "INCOMPLETE (exit status 3), e.g. 0.01.")
 @llm_options
-def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, output, overwrite, as_json, quiet,
-             max_llm_failures, llm_settings, cache_dir) -> None:
+def eval_cmd(task, dataset, retriever, run_files, run_names, rerankers, judge, metrics, limit, depth, output,
+             overwrite, as_json, quiet, max_llm_failures, llm_settings, cache_dir) -> None:
     """Run a task: first stage, rerankers, judge, metrics.
 
     Exit status: 0 done; 2 an input or configuration error (one message); 3 INCOMPLETE, LLM requests
@@ -46,13 +51,30 @@ def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, 
     # one context for this command: --quiet silences the components' progress too (encoding,
     # downloads, LLM batches); --cache-dir is the root of LLM replies and embeddings alike
     context = make_context(llm_settings, cache_dir, quiet=quiet)
-    result = evaluate(task, dataset=dataset, retriever=retriever, rerankers=rerankers, judge=judge,
-                      metrics=metrics or None, limit=limit, depth=depth, output=output, overwrite=overwrite,
-                      progress=not quiet, max_llm_failures=max_llm_failures, context=context,
-                      command=["harness", *sys.argv[1:]])
-    _print_result(result, as_json, quiet, llm_settings)
-    if not result.complete:
+    settings = dict(metrics=metrics or None, limit=limit, depth=depth, output=output, overwrite=overwrite,
+                    progress=not quiet, max_llm_failures=max_llm_failures, command=["harness", *sys.argv[1:]])
+    if run_files or run_names:
+        results = _eval_runs(task, dataset, retriever, run_files, run_names, rerankers, judge, context, settings)
+    else:
+        results = [evaluate(task, dataset=dataset, retriever=retriever, rerankers=rerankers, judge=judge,
+                            context=context, **settings)]
+    for result in results:
+        _print_result(result, as_json, quiet, llm_settings)
+    if not all(result.complete for result in results):
         sys.exit(EXIT_INCOMPLETE)
+
+
+def _eval_runs(task, dataset, retriever, run_files, run_names, rerankers, judge, context, settings) -> list:
+    """``--run FILE``: each run file as the first stage (``harness.api.evaluate_runs``)."""
+    from harness.api import evaluate_runs
+
+    if retriever:
+        raise click.UsageError("--run replaces the first stage: give it without --retriever")
+    if not run_files:
+        raise click.UsageError("--name names a --run; give the run file too")
+    done = evaluate_runs(run_files, run_names, task=task, dataset=dataset, rerankers=rerankers, judge=judge,
+                         context=context, **settings)
+    return [result for _, result in done]
 
 
 def _failure_banner(result) -> str:
