@@ -84,7 +84,7 @@ class RunFileRetriever:
 
     def config(self) -> dict[str, Any]:
         return {"source": "run file", "path": str(self.path.resolve()), "sha256": sha256_file(self.path),
-                "size": self.path.stat().st_size, "name": self.name, "tag": self.run.name, "queries": len(self.run),
+                "size": self.path.stat().st_size, "system": self.name, "tag": self.run.name, "queries": len(self.run),
                 "tie_rule": TIE_RULE}
 
     def stats(self) -> dict[str, Any]:
