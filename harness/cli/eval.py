@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from harness.cli.options import data_dir_option, llm_options, make_context
+
+if TYPE_CHECKING:  # pragma: no cover
+    from harness.context import Context
 
 
 @click.command("eval")
@@ -64,7 +68,8 @@ def eval_cmd(task, dataset, retriever, run_files, run_names, rerankers, judge, m
         sys.exit(EXIT_INCOMPLETE)
 
 
-def _eval_runs(task, dataset, retriever, run_files, run_names, rerankers, judge, context, settings) -> list:
+def _eval_runs(task, dataset, retriever, run_files, run_names, rerankers, judge, context: Context,
+               settings: dict) -> list:
     """``--run FILE``: each run file as the first stage (``harness.api.evaluate_runs``)."""
     from harness.api import evaluate_runs
 

@@ -58,6 +58,8 @@ def fuse_cmd(inputs, method, k, weights, norm, task, dataset, metrics, depth, ou
     if as_json:
         click.echo(json.dumps(result.metrics, indent=2))
         return
-    from harness.cli.eval import _print_metrics
+    from harness.results.table import metrics_table
 
-    _print_metrics(result)
+    title = f"{result.task.name}  (fused: {method} of {len(inputs)} runs; {sum(len(r) for r in result.runs.values())} queries)"
+    click.echo(metrics_table(result.metrics, title, uncertainty=result.uncertainty, details=result.metric_details,
+                             notes=result.metric_notes))
