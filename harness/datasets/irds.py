@@ -10,8 +10,7 @@ its download rules: the URL and md5 it records, its mirror, the data-use message
 - the queries (``queries_iter``): the ``text`` field (else ``title``, else ``default_text()``) as the
   query text, an ``instruction`` field as the instruction, and every other text field (``title``,
   ``description``, ``narrative``, ...) in the query's fields, so a task's ``query_format`` can use them
-  (``"{title} {description}"``); a field named ``id``, ``text``, ``query`` or ``instruction`` beyond those
-  is kept as ``irds_<name>``. Every query is kept, judged or not, as for any TREC topics file;
+  (``"{title} {description}"``); a field named ``id`` or ``query`` is kept as ``irds_<name>``. Every query is kept, judged or not, as for any TREC topics file;
 - the qrels (``qrels_iter``) with their relevance levels (``qrels_defs``, in the identity); a pair
   judged twice with the same grade is kept once and counted, with two grades it is an error;
 - the scored documents (``scoreddocs_iter``), when the dataset has them, as candidate lists (ordered
@@ -44,7 +43,7 @@ from harness.context import Context
 from harness.datasets.irds_files import SourceFile, home, missing_message, source_files
 from harness.runtime.extras import require
 
-RESERVED = frozenset({"id", "text", "query", "instruction"})  # names format_query and the pipeline give meaning
+RESERVED = frozenset({"id", "query"})  # names format_query and the pipeline give their own meaning
 CORPUS_CHOICES = ("all", "candidates")
 
 
@@ -146,8 +145,8 @@ def _query(q: Any) -> Query:
     text = _text(getattr(q, text_field)) if text_field else _text(q.default_text())
     instruction = _text(q.instruction) if "instruction" in fields else ""
     meta = {}
-    for f in fields:
-        if f in ("query_id", text_field, "instruction"):
+    for f in fields:  # the text field too, unless it is "text": TREC topics' title stays "{title}"
+        if f in ("query_id", "text", "instruction"):
             continue
         value = getattr(q, f)
         if isinstance(value, str):
