@@ -17,10 +17,13 @@ import pytest
 import pytrec_eval
 
 from harness.formats.trec import read_qrels
+from harness.runtime.extras import available
 
 from .irds_layout import TOUCHE_QRELS, beir_folder, place_dl19, place_scifact, place_touche
 
-pytest.importorskip("ir_datasets", reason="irds datasets need ir-datasets: pip install 'harness-ir[irds]'")
+# found, not imported: importing ir_datasets registers every dataset under the home of this process
+pytestmark = pytest.mark.skipif(not available("ir_datasets"),
+                                reason="irds datasets need ir-datasets: pip install 'harness-ir[irds]'")
 
 
 def harness(home: Path, *args: str, cwd: Path | None = None, code: str | None = None) -> subprocess.CompletedProcess:
@@ -119,3 +122,45 @@ def test_a_missing_file_is_one_line_naming_it_the_id_and_the_home(tmp_path: Path
     assert "ir_datasets cannot download it; it says:" in line and "NIST" in line  # its own instructions
     unknown = harness(home, "eval", "--dataset", "irds:beir/scifact/tset", "-q")
     assert unknown.returncode == 2 and "did you mean: beir/scifact/test" in unknown.stderr
+
+
+def test_query_fields_qrels_and_scored_documents_are_read_strictly(capsys: pytest.CaptureFixture[str]):
+    """The conversions on records shaped as ir_datasets' (its NamedTuples' fields), without a home."""
+    from collections import namedtuple
+
+    from harness.concepts.errors import DataError
+    from harness.datasets.irds import _candidates, _qrels, _query
+
+    TrecQuery = namedtuple("TrecQuery", "query_id title description narrative")
+    q = _query(TrecQuery("301", "International Organized Crime", "Identify organizations...", "A relevant ..."))
+    assert q.text == "International Organized Crime" and q.instruction == ""
+    assert q.meta == {"title": "International Organized Crime", "description": "Identify organizations...",
+                      "narrative": "A relevant ..."}  # "{title} {description}" in a task's query_format
+    CovidQuery = namedtuple("BeirCovidQuery", "query_id text query narrative")
+    assert _query(CovidQuery("1", "coronavirus origin", "what is the origin", "n")).meta == {
+        "irds_query": "what is the origin", "narrative": "n"}
+
+    class Rows:
+        def __init__(self, rows, kind):
+            self.rows, self.kind = rows, kind
+
+        def has_qrels(self):
+            return True
+
+        def qrels_iter(self):
+            return iter(self.rows)
+
+        def scoreddocs_iter(self):
+            return iter(self.rows)
+
+    Qrel = namedtuple("TrecQrel", "query_id doc_id relevance iteration")
+    qrels, dups = _qrels(Rows([Qrel("1", "a", 2, "0"), Qrel("1", "a", 2, "0"), Qrel("1", "b", 0, "0")], "q"))
+    assert dict(qrels["1"]) == {"a": 2, "b": 0} and dups == 1
+    with pytest.raises(DataError, match="judged twice"):
+        _qrels(Rows([Qrel("1", "a", 2, "0"), Qrel("1", "a", 1, "0")], "q"))
+    with pytest.raises(DataError, match="relevance"):
+        _qrels(Rows([Qrel("1", "a", 10**6, "0")], "q"))
+    Scored = namedtuple("GenericScoredDoc", "query_id doc_id score")
+    run = _candidates(Rows([Scored("1", "a", 0.0), Scored("1", "c", 0.0), Scored("1", "b", 0.0)], "s"))
+    assert run.doc_ids("1") == ["c", "b", "a"]  # no scores: trec_eval's tie rule, and stderr says so
+    assert "carry no scores" in capsys.readouterr().err

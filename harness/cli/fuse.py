@@ -60,6 +60,7 @@ def fuse_cmd(inputs, method, k, weights, norm, task, dataset, metrics, depth, ou
         return
     from harness.results.table import metrics_table
 
-    title = f"{result.task.name}  (fused: {method} of {len(inputs)} runs; {sum(len(r) for r in result.runs.values())} queries)"
+    n = sum(len(r) for r in result.runs.values())
+    title = f"{result.task.name}  (fused: {method} of {len(inputs)} runs; {n} queries)"
     click.echo(metrics_table(result.metrics, title, uncertainty=result.uncertainty, details=result.metric_details,
                              notes=result.metric_notes))

@@ -10,7 +10,8 @@ its download rules: the URL and md5 it records, its mirror, the data-use message
 - the queries (``queries_iter``): the ``text`` field (else ``title``, else ``default_text()``) as the
   query text, an ``instruction`` field as the instruction, and every other text field (``title``,
   ``description``, ``narrative``, ...) in the query's fields, so a task's ``query_format`` can use them
-  (``"{title} {description}"``); a field named ``id`` or ``query`` is kept as ``irds_<name>``. Every query is kept, judged or not, as for any TREC topics file;
+  (``"{title} {description}"``); a field named ``id`` or ``query`` is kept as ``irds_<name>``. Every
+  query is kept, judged or not, as for any TREC topics file;
 - the qrels (``qrels_iter``) with their relevance levels (``qrels_defs``, in the identity); a pair
   judged twice with the same grade is kept once and counted, with two grades it is an error;
 - the scored documents (``scoreddocs_iter``), when the dataset has them, as candidate lists (ordered
