@@ -171,3 +171,24 @@ def test_export_mteb_reads_a_run_folder(data_dir: Path, tmp_path: Path):
     (exported,) = (tmp_path / "mteb").rglob("SciFact.json")
     scores = json.loads(exported.read_text())["scores"]["test"][0]
     assert scores["ndcg_at_10"] == pytest.approx(b["nDCG@10"], abs=1e-6)
+
+
+def test_name_rest_specs_need_a_spec_tail():
+    """``NAME:REST`` is ``NAME:<spec_tail>=REST`` only for a factory that names its ``spec_tail``."""
+    from harness.components.lazy import lazy
+    from harness.components.registry import Component, Registry
+    from harness.concepts.errors import HarnessError
+
+    def tailed(where, k=1):
+        return (where, k)
+
+    tailed.spec_tail = "where"
+    reg = Registry()
+    reg.add(Component("retriever", "tailed", tailed, "", "x"))
+    reg.add(Component("retriever", "plain", lambda **kw: kw, "", "x"))
+    reg.add(Component("retriever", "run-file", lazy("harness.retrievers.run_file:RunFileRetriever"), "", "x"))
+    assert reg.create("retriever", "tailed:/a/b.tsv:k=3") == ("/a/b.tsv", 3)
+    assert reg.create("retriever", "tailed:where=x") == ("x", 1)
+    assert reg.resolve("retriever", "run-file:/runs/a.trec")[1].args == {"path": "/runs/a.trec"}
+    with pytest.raises(HarnessError):  # no spec_tail: "plain:x" still names a component x from a source plain
+        reg.create("retriever", "plain:x")
