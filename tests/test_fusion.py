@@ -118,6 +118,12 @@ def test_every_method_and_norm_equals_ranx(method: str, norm: str | None):
             assert math.isclose(s, theirs[q][d], rel_tol=1e-12, abs_tol=1e-12), (q, d, s, theirs[q][d])
 
 
+def test_the_command_offers_the_methods_and_norms_of_the_module():
+    from harness.cli import fuse as command
+
+    assert command.METHODS == METHODS and command.NORMS == NORMS
+
+
 def test_formulas_by_hand():
     a, b = _pair()
     mnz = fuse([a, b], "combmnz", norm="none").scores("q1")

@@ -27,7 +27,7 @@ def _weights(ctx: click.Context, param: click.Parameter, value: str | None) -> l
 @data_dir_option
 @click.argument("inputs", nargs=-1, required=True, metavar="RUN_DIR_OR_FILE...")
 @click.option("--method", type=click.Choice(METHODS), default="rrf", show_default=True,
-              help="Fusion method (ranx's formulas, docs/retrievers.md).")
+              help="Fusion method (ranx's formulas, docs/runs.md).")
 @click.option("--k", "k", type=click.FloatRange(min=0), help="RRF's constant: 1 / (k + rank) (default 60; rrf only).")
 @click.option("--weights", callback=_weights, help="wsum: one weight per input, in order, e.g. 0.7,0.3.")
 @click.option("--norm", type=click.Choice(NORMS), help="Score normalisation per query before fusing (default "

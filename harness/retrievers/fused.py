@@ -4,7 +4,7 @@ Each input is a retriever spec (``bm25:k1=0.9``, ``dense:model=...``, ``run-file
 plugin's), built through the registry with the evaluation's context; each indexes the corpus and
 retrieves ``depth`` documents per query (default: a run file its lists whole, any other retriever as
 deep as the first stage is asked for), and the
-lists are fused by :func:`harness.retrievers.fusion.fuse` (ranx's formulas, ``docs/retrievers.md``).
+lists are fused by :func:`harness.retrievers.fusion.fuse` (ranx's formulas, ``docs/runs.md``).
 The first stage gives the fused run's top ``k`` per query, so a reranker can follow. When every input is
 a ranking made elsewhere (run files: what ``harness fuse`` evaluates), the fused lists are given whole.
 """
@@ -97,7 +97,7 @@ class FusionRetriever:
 
     def config(self) -> dict[str, Any]:
         return {"method": self.method, "k": self.k if self.method == "rrf" else None, "weights": self.weights,
-                "norm": self.norm, "depth": self.depth, "formulas": "ranx (docs/retrievers.md, Fusion)",
+                "norm": self.norm, "depth": self.depth, "formulas": "ranx (docs/runs.md, The formulas)",
                 "tie_rule": "ranks and the fused order: score descending, then document id descending",
                 "inputs": [{"spec": s, **describe(o)} for s, o in zip(self.specs, self.inputs, strict=True)]}
 
