@@ -128,6 +128,10 @@ def test_several_runs_one_folder_each_then_compare_view_and_names(demo_run: Path
                     "-o", str(tmp_path / "runs"), "--quiet")
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["bm25", "reversed"]
     assert out.count("nDCG@10") == 2
+    as_json, _ = invoke("eval", "--task", "demo", "--run", str(demo_run), "--run", str(other), "--name", "bm25",
+                        "--json", "--quiet")
+    by_name = json.loads(as_json)
+    assert set(by_name) == {"bm25", "reversed"} and by_name["bm25"]["nDCG@10"] > by_name["reversed"]["nDCG@10"]
     compared, _ = invoke("compare", str(tmp_path / "runs" / "bm25"), str(tmp_path / "runs" / "reversed"),
                          "--metric", "nDCG@10", "-B", "200")
     assert "bm25 (baseline)" in compared and "reversed" in compared

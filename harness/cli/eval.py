@@ -58,28 +58,30 @@ def eval_cmd(task, dataset, retriever, run_files, run_names, rerankers, judge, m
     settings = dict(metrics=metrics or None, limit=limit, depth=depth, output=output, overwrite=overwrite,
                     progress=not quiet, max_llm_failures=max_llm_failures, command=["harness", *sys.argv[1:]])
     if run_files or run_names:
-        results = _eval_runs(task, dataset, retriever, run_files, run_names, rerankers, judge, context, settings)
+        named = _eval_runs(task, dataset, retriever, run_files, run_names, rerankers, judge, context, settings)
     else:
-        results = [evaluate(task, dataset=dataset, retriever=retriever, rerankers=rerankers, judge=judge,
-                            context=context, **settings)]
-    for result in results:
-        _print_result(result, as_json, quiet, llm_settings)
-    if not all(result.complete for result in results):
+        named = [("", evaluate(task, dataset=dataset, retriever=retriever, rerankers=rerankers, judge=judge,
+                               context=context, **settings))]
+    if as_json and len(named) > 1:  # several --run: one JSON object, the metrics by system name
+        click.echo(json.dumps({name: result.metrics for name, result in named}, indent=2))
+    else:
+        for _, result in named:
+            _print_result(result, as_json, quiet, llm_settings)
+    if not all(result.complete for _, result in named):
         sys.exit(EXIT_INCOMPLETE)
 
 
 def _eval_runs(task, dataset, retriever, run_files, run_names, rerankers, judge, context: Context,
                settings: dict) -> list:
-    """``--run FILE``: each run file as the first stage (``harness.api.evaluate_runs``)."""
+    """``--run FILE``: each run file as the first stage (``harness.api.evaluate_runs``): ``(name, result)`` each."""
     from harness.api import evaluate_runs
 
     if retriever:
         raise click.UsageError("--run replaces the first stage: give it without --retriever")
     if not run_files:
         raise click.UsageError("--name names a --run; give the run file too")
-    done = evaluate_runs(run_files, run_names, task=task, dataset=dataset, rerankers=rerankers, judge=judge,
+    return evaluate_runs(run_files, run_names, task=task, dataset=dataset, rerankers=rerankers, judge=judge,
                          context=context, **settings)
-    return [result for _, result in done]
 
 
 def _failure_banner(result) -> str:
