@@ -40,6 +40,7 @@ _EXPORTS = MappingProxyType({
     "QueryObjectRetriever": "harness.concepts.protocols",
     "Configurable": "harness.concepts.protocols",
     "Counting": "harness.concepts.protocols",
+    "GivenRanking": "harness.concepts.protocols",
     # errors
     "HarnessError": "harness.concepts.errors",
     "DataError": "harness.concepts.errors",
@@ -62,6 +63,8 @@ _EXPORTS = MappingProxyType({
     "build_index": "harness.api",
     "index_info": "harness.api",
     "verify_index": "harness.api",
+    "evaluate_runs": "harness.api",
+    "fuse_runs": "harness.api",
     "task_queries": "harness.evaluation.stages",
     "EvalResult": "harness.results.result",
     "EvalOptions": "harness.evaluation.options",
@@ -73,6 +76,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from harness.api import (  # noqa: F401
         build_index,
         evaluate,
+        evaluate_runs,
+        fuse_runs,
         index_info,
         list_plugins,
         load_dataset,
@@ -89,6 +94,7 @@ if TYPE_CHECKING:  # pragma: no cover
         CandidateRetriever,
         Configurable,
         Counting,
+        GivenRanking,
         Judge,
         Metric,
         MetricInput,

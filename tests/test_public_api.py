@@ -13,7 +13,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 API_DOC = REPO / "docs" / "api.md"
 PUBLIC = ("harness", "harness.llm", "harness.formats", "harness.metrics", "harness.retrievers.dense",
-          "harness.testing", "harness.cli")
+          "harness.testing", "harness.pyterrier", "harness.cli")
 
 
 def documented() -> dict[str, set[str]]:

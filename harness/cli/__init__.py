@@ -15,6 +15,7 @@ from harness.cli.compare import compare_cmd, report_cmd
 from harness.cli.data import data_group
 from harness.cli.eval import eval_cmd
 from harness.cli.export import export_group
+from harness.cli.fuse import fuse_cmd
 from harness.cli.index import index_group
 from harness.cli.judge import judge_group
 from harness.cli.options import CliState, data_dir_option, make_context
@@ -66,7 +67,8 @@ def cli() -> None:
 
 
 for _command in (list_plugins_cmd, eval_cmd, score_cmd, cache_group, compare_cmd, report_cmd, data_group,
-                 new_plugin_cmd, batch_group, index_group, export_group, view_cmd, reproduce_cmd, judge_group):
+                 new_plugin_cmd, batch_group, index_group, export_group, view_cmd, reproduce_cmd, judge_group,
+                 fuse_cmd):
     cli.add_command(_command)
 
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from harness.cli.options import data_dir_option, llm_options, make_context
+
+if TYPE_CHECKING:  # pragma: no cover
+    from harness.context import Context
 
 
 @click.command("eval")
@@ -18,6 +22,11 @@ from harness.cli.options import data_dir_option, llm_options, make_context
               "Default: the task's (its candidates in the re-ranking setting); with --dataset, the dataset's "
               "candidates when it carries them (top_ranked, pools), else bm25. Naming another retriever sets "
               "the candidates aside (said on stderr, recorded in results.json).")
+@click.option("--run", "run_files", multiple=True, type=click.Path(dir_okay=False), help="A TREC run file made "
+              "elsewhere as the first stage (scored whole, as trec_eval scores it; rerankers may follow); repeat for "
+              "several systems, one results folder each under --output.")
+@click.option("--name", "run_names", multiple=True, help="The system's name for each --run, in order (its folder "
+              "under --output; default: the file's name).")
 @click.option("--reranker", "rerankers", multiple=True, help="Reranker spec; repeat to chain.")
 @click.option("--judge", "-j", help="Judge spec, e.g. instfol.")
 @click.option("--metric", "-m", "metrics", multiple=True, help="Metric; repeatable. Default: the task's.")
@@ -34,8 +43,8 @@ from harness.cli.options import data_dir_option, llm_options, make_context
               metavar="SHARE", help="Share of LLM requests that may get no usable reply before the run counts as "
               "INCOMPLETE (exit status 3), e.g. 0.01.")
 @llm_options
-def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, qrels, limit, depth, output, overwrite, as_json,
-             quiet, max_llm_failures, llm_settings, cache_dir) -> None:
+def eval_cmd(task, dataset, retriever, run_files, run_names, rerankers, judge, metrics, qrels, limit, depth, output,
+             overwrite, as_json, quiet, max_llm_failures, llm_settings, cache_dir) -> None:
     """Run a task: first stage, rerankers, judge, metrics.
 
     Exit status: 0 done; 2 an input or configuration error (one message); 3 INCOMPLETE, LLM requests
@@ -48,13 +57,34 @@ def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, qrels, limit, 
     # one context for this command: --quiet silences the components' progress too (encoding,
     # downloads, LLM batches); --cache-dir is the root of LLM replies and embeddings alike
     context = make_context(llm_settings, cache_dir, quiet=quiet)
-    result = evaluate(task, dataset=dataset, retriever=retriever, rerankers=rerankers, judge=judge,
-                      metrics=metrics or None, limit=limit, depth=depth, output=output, overwrite=overwrite,
-                      progress=not quiet, max_llm_failures=max_llm_failures, context=context,
-                      command=["harness", *sys.argv[1:]], qrels=qrels)
-    _print_result(result, as_json, quiet, llm_settings)
-    if not result.complete:
+    settings = dict(metrics=metrics or None, limit=limit, depth=depth, output=output, overwrite=overwrite,
+                    progress=not quiet, max_llm_failures=max_llm_failures, command=["harness", *sys.argv[1:]],
+                    qrels=qrels)
+    if run_files or run_names:
+        named = _eval_runs(task, dataset, retriever, run_files, run_names, rerankers, judge, context, settings)
+    else:
+        named = [("", evaluate(task, dataset=dataset, retriever=retriever, rerankers=rerankers, judge=judge,
+                               context=context, **settings))]
+    if as_json and len(named) > 1:  # several --run: one JSON object, the metrics by system name
+        click.echo(json.dumps({name: result.metrics for name, result in named}, indent=2))
+    else:
+        for _, result in named:
+            _print_result(result, as_json, quiet, llm_settings)
+    if not all(result.complete for _, result in named):
         sys.exit(EXIT_INCOMPLETE)
+
+
+def _eval_runs(task, dataset, retriever, run_files, run_names, rerankers, judge, context: Context,
+               settings: dict) -> list:
+    """``--run FILE``: each run file as the first stage (``harness.api.evaluate_runs``): ``(name, result)`` each."""
+    from harness.api import evaluate_runs
+
+    if retriever:
+        raise click.UsageError("--run replaces the first stage: give it without --retriever")
+    if not run_files:
+        raise click.UsageError("--name names a --run; give the run file too")
+    return evaluate_runs(run_files, run_names, task=task, dataset=dataset, rerankers=rerankers, judge=judge,
+                         context=context, **settings)
 
 
 def _failure_banner(result) -> str:

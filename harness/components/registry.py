@@ -78,7 +78,18 @@ class Registry:
             full = f"{parsed.source}:{parsed.name}"
             if full in self.components[kind]:
                 parsed = ComponentSpec(full, None, parsed.args, parsed.text)
+            else:  # "irds:beir/scifact/test": a component that takes the rest of its spec as one value
+                parsed = self._with_tail(kind, parsed)
         return self.lookup(kind, parsed.name, parsed.source), parsed
+
+    def _with_tail(self, kind: str, parsed: ComponentSpec) -> ComponentSpec:
+        """``NAME:REST[:k=v,...]`` for a component ``NAME`` whose factory names a :func:`spec_tail`
+        parameter: ``REST`` becomes that argument (``irds:ID`` is ``irds:id=ID``); any other spec as it is."""
+        entries = self.components[kind].get(parsed.source or "")
+        param = spec_tail(entries[0].factory) if entries and len(entries) == 1 else None
+        if param is None or param in parsed.args:
+            return parsed
+        return ComponentSpec(parsed.source or "", None, {param: parsed.name, **parsed.args}, parsed.text)
 
     def create(self, kind: str, spec: str | ComponentSpec, context: ComponentContext | None = None,
                **extra: Any) -> Any:
@@ -99,6 +110,15 @@ class Registry:
                 return component.factory(**kwargs), component, parsed
         except TypeError as exc:
             raise HarnessError(f"{kind} {parsed.text!r}: bad arguments: {exc}{_hint(component, exc)}") from exc
+
+
+def spec_tail(factory: Any) -> str | None:
+    """The parameter that takes the rest of a ``NAME:REST`` spec: the ``spec_tail`` attribute of the
+    factory (of a :func:`harness.lazy` factory's target, imported, as creating it would), or None."""
+    resolve = getattr(factory, "resolve", None)
+    target = resolve() if callable(resolve) else factory
+    tail = getattr(target, "spec_tail", None)
+    return tail if isinstance(tail, str) and tail.isidentifier() else None
 
 
 def accepts_context(factory: Any) -> bool:

@@ -6,7 +6,8 @@ Required: :class:`Retriever` (``index``, ``search``), :class:`Reranker` (``reran
 protocol the pipeline checks with ``isinstance`` (never by probing attribute names):
 :class:`CandidateRetriever` (a first stage over the dataset's given candidate lists),
 :class:`QueryObjectRetriever` (a first stage that needs the :class:`Query` objects, not only their
-text), :class:`Configurable` (``config()``, written to results.json) and :class:`Counting`
+text), :class:`GivenRanking` (a first stage that gives a ranking made elsewhere), :class:`Configurable`
+(``config()``, written to results.json) and :class:`Counting`
 (``stats()``, written beside it). A factory that declares a ``context`` parameter receives the
 evaluation's :class:`harness.Context`.
 """
@@ -73,6 +74,20 @@ class QueryObjectRetriever(Protocol):
     def index(self, corpus: Mapping[str, Document]) -> None: ...
 
     def search_queries(self, queries: Mapping[str, Query], k: int) -> Run: ...
+
+
+@runtime_checkable
+class GivenRanking(Protocol):
+    """A first stage whose ranking was made elsewhere (a TREC run file, a fusion of run files):
+    ``index`` receives the corpus only to check the ranking's document ids. ``given_depth()``: how deep
+    its lists go, the first stage's depth unless the caller gives one (so a run is scored whole, as
+    trec_eval scores it); None when it ranks as deep as asked."""
+
+    def index(self, corpus: Mapping[str, Document]) -> None: ...
+
+    def search(self, queries: Mapping[str, str], k: int) -> Run: ...
+
+    def given_depth(self) -> int | None: ...
 
 
 @runtime_checkable

@@ -33,6 +33,7 @@ from harness.concepts.errors import HarnessError
 from harness.concepts.judgment import Judgments
 from harness.concepts.protocols import (
     CandidateRetriever,
+    GivenRanking,
     Judge,
     Metric,
     MetricInput,
@@ -206,7 +207,8 @@ def task_queries(dataset: Dataset, mode: str, template: str) -> dict[str, Query]
 
 # -- ranking ---------------------------------------------------------------------------------------------
 def settle_first_stage(components: Components, task: Task, ds: Dataset, depth: int | None) -> int:
-    """The first stage for this data, and its depth (``depth``, else the task's). ``first_stage = "auto"``:
+    """The first stage for this data, and its depth (``depth``, else a ranking made elsewhere whole: a run
+    file's longest list, :class:`GivenRanking`; else the task's). ``first_stage = "auto"``:
     the candidates when the dataset carries them, each list whole up to MTEB's 1,000 (``AUTO_CANDIDATE_DEPTH``:
     MTEB scores every candidate), else the task's retriever. A first stage that ranks the corpus although
     the dataset carries candidates is recorded (``candidates_set_aside``, ``set_aside_by``); when the
@@ -218,7 +220,12 @@ def settle_first_stage(components: Components, task: Task, ds: Dataset, depth: i
         return depth or max(task.depth, AUTO_CANDIDATE_DEPTH)
     if ds.carries_candidates and not isinstance(components.first, CandidateRetriever):
         _set_aside(components, task)
-    return depth or task.depth
+    return depth or given_depth(components.first) or task.depth
+
+
+def given_depth(first: Any) -> int | None:
+    """How deep a ranking made elsewhere goes (:class:`GivenRanking`: a run file is scored whole), or None."""
+    return first.given_depth() if isinstance(first, GivenRanking) else None
 
 
 def _set_aside(components: Components, task: Task) -> None:
@@ -226,8 +233,9 @@ def _set_aside(components: Components, task: Task) -> None:
     by_caller = components.named and task.first_stage != "retrieve"
     desc.update(candidates_set_aside=True, set_aside_by="caller" if by_caller else "task")
     if by_caller:
+        how = "gives its own ranking" if given_depth(components.first) else "ranks the whole corpus"
         print(f"[harness] {task.name}: the dataset's candidate lists (the task's first stage) set aside: "
-              f"{desc['spec']} ranks the whole corpus, as asked (recorded in results.json; --retriever candidates "
+              f"{desc['spec']} {how}, as asked (recorded in results.json; --retriever candidates "
               "ranks only them)", file=sys.stderr, flush=True)
 
 
@@ -238,7 +246,8 @@ def index(components: Components, ds: Dataset, ledger: Ledger, progress: bool) -
         raise HarnessError(f"dataset {ds.name!r} gives no candidate lists; pass --retriever bm25 or dense")
     with ledger.timed("index"):
         if not given:
-            log(f"[harness] indexing with {components.described['retriever']['spec']}", progress)
+            log(f"[harness] indexing with {components.described['retriever']['spec']}", progress and
+                not given_depth(components.first))  # a ranking made elsewhere only checks the ids
             components.first.index(ds.corpus)
 
 

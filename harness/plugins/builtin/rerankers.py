@@ -22,5 +22,7 @@ def register_rerankers(register):
              "InfoSearch's pointwise LLM rerankers (template=llama|mistral|followir): P(true); llm= or model=")
     register("openai-embeddings", lazy("harness.rerankers.embeddings_api:OpenAIEmbeddingsReranker"),
              "Re-score each candidate list by similarity through a /v1/embeddings API")
+    register("pyterrier", lazy("harness.rerankers.pyterrier_transformer:PyTerrierReranker"),
+             "A PyTerrier transformer as a reranker: pyterrier:MODULE:OBJECT (extra pyterrier; the module is imported)")
     register("rerank-api", lazy("harness.rerankers.rerank_api:RerankAPIReranker"),
              "A Cohere-style rerank API (Cohere, Jina, Voyage, TEI, vLLM, llama.cpp --reranking, Infinity)")
