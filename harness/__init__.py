@@ -55,6 +55,7 @@ _EXPORTS = MappingProxyType({
     "PluginHost": "harness.plugins.host",
     # the Python API
     "evaluate": "harness.api",
+    "evaluate_sweep": "harness.api",
     "score": "harness.api",
     "load_task": "harness.api",
     "load_dataset": "harness.api",
@@ -73,6 +74,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from harness.api import (  # noqa: F401
         build_index,
         evaluate,
+        evaluate_sweep,
         index_info,
         list_plugins,
         load_dataset,

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.compare import svg
+from harness.compare import compute_chart, svg
 from harness.compare.analysis import CompareResult, compare
 from harness.compare.runs import System, TaskResult, common_metrics, common_tasks
 from harness.concepts.errors import HarnessError
@@ -230,7 +230,8 @@ def build_report(systems: list[System], *, baseline: str | None = None, permutat
         metrics = common_metrics(systems, task)
         sections.append({"task": task, "table": _metric_table(systems, task, res),
                          "levels": _level_bars(systems, task, metrics),
-                         "worst": _worst(systems, task, metrics[0] if metrics else None)})
+                         "worst": _worst(systems, task, metrics[0] if metrics else None),
+                         "compute": compute_chart.for_systems(systems, task, metrics, LOWER_IS_BETTER)})
     suite = None
     if len(tasks) > 1:
         # each system's views per task, built once (a metric's chart only looks values up)

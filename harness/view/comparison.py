@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from harness.compare import compute_chart
 from harness.compare.analysis import compare
 from harness.compare.runs import System, TaskResult
 from harness.concepts.errors import HarnessError
@@ -56,4 +57,6 @@ def compare_payload(c: Catalog, ids: list[str], permutations: int = PERMUTATIONS
                         "wins": sum(1 for x in items if x[3] > TIE), "losses": sum(1 for x in items if x[3] < -TIE),
                         "ties": sum(1 for x in items if abs(x[3]) <= TIE)})
         deltas[mc.metric] = per
-    return {"ids": ids, "names": names, "task": task, "comparison": res.as_dict(), "deltas": deltas}
+    shared = list(dict.fromkeys(mc.metric for mc in res.results))
+    return {"ids": ids, "names": names, "task": task, "comparison": res.as_dict(), "deltas": deltas,
+            "compute": compute_chart.for_systems(systems, task, shared)}  # effectiveness against compute
