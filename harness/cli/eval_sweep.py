@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
+if TYPE_CHECKING:  # pragma: no cover
+    from harness.context import Context
+
 
 def run_sweep_command(task, dataset, retriever, rerankers, judge, metrics, limit, depth, output, overwrite, quiet,
-                      max_llm_failures, sweeps, context) -> None:
+                      max_llm_failures, sweeps, context: Context) -> None:
     """Every combination (:func:`harness.api.evaluate_sweep`), then a table of each one's folder, main metric,
     USD, output and reasoning tokens; exit status 3 when a combination is INCOMPLETE."""
     from harness.api import evaluate_sweep

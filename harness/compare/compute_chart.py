@@ -24,7 +24,7 @@ from harness.compare.svg import color
 #: the axes: (key, label); ``usd`` first, the one that picks the cheapest run
 AXES = (("usd", "USD"), ("output_tokens", "output tokens"), ("seconds", "LLM seconds"))
 WIDTH, HEIGHT = 440, 300
-LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 44
+LEFT, RIGHT, TOP, BOTTOM = 64, 32, 16, 44
 #: the most queries listed as helped (and as hurt) per run
 LISTED = 10
 
@@ -73,8 +73,10 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 
 def _fmt(v: float, key: str) -> str:
     if key == "usd":
-        return f"${v:.4f}" if v < 1 else f"${v:.2f}"
-    return f"{v:.3g}" if key != "metric" else f"{v:.4f}"
+        return f"${v:.4f}" if v < 1 else f"${v:,.2f}"
+    if key == "output_tokens":
+        return f"{v:,.0f}" if v < 1e6 else f"{v:.3g}"
+    return f"{v:.3g}"
 
 
 def scatter(points: list[dict[str, Any]], key: str, label: str, metric: str, lower_is_better: bool = False
@@ -99,10 +101,7 @@ def scatter(points: list[dict[str, Any]], key: str, label: str, metric: str, low
     front = pareto(list(zip(xs, ys)), lower_is_better)
     dots = [{"system": p["system"], "color": p["color"], "x": px(p[key]), "y": py(p["value"]), "compute": p[key],
              "value": p["value"], "frontier": f, "shown": _fmt(p[key], key)} for p, f in zip(have, front)]
-    for d in dots:  # a label right of its point, or left of it in the chart's right half
-        right = d["x"] < LEFT + w * 0.55
-        d.update(lx=round(d["x"] + (8 if right else -8), 1), ly=round(d["y"] - 7, 1),
-                 anchor="start" if right else "end")
+    _place_labels(dots, LEFT + w * 0.55)
     line = sorted((d for d in dots if d["frontier"]), key=lambda d: (d["x"], d["y"]))
     return {"key": key, "label": label, "metric": metric, "width": WIDTH, "height": HEIGHT, "left": LEFT,
             "right": WIDTH - RIGHT, "top": TOP, "bottom": HEIGHT - BOTTOM, "dots": dots,
@@ -111,6 +110,25 @@ def scatter(points: list[dict[str, Any]], key: str, label: str, metric: str, low
             "x_ticks": [{"x": px(t), "text": _fmt(t, key)} for t in _ticks(0.0, x_hi)],
             "y_ticks": [{"y": py(t), "text": f"{t:.3f}"} for t in _ticks(y_lo, y_hi)],
             "left_out": [p["system"] for p in points if p.get(key) is None]}
+
+
+def _place_labels(dots: list[dict[str, Any]], middle: float) -> None:
+    """Each label right of its point (left of it in the chart's right half), above it, or below it when it
+    would cover a label placed before (labels about 6 px a character, 12 px high)."""
+    boxes: list[tuple[float, float, float, float]] = []
+    for d in sorted(dots, key=lambda d: (d["x"], d["y"])):
+        right = d["x"] < middle
+        width = 6.0 * len(d["system"])
+        lx = d["x"] + (8 if right else -8)
+        x0, x1 = (lx, lx + width) if right else (lx - width, lx)
+        ly = d["y"] - 7
+        for dy in (0.0, 20.0, -14.0, 34.0):
+            y = d["y"] - 7 + dy
+            if not any(x0 < b[1] and b[0] < x1 and y - 12 < b[3] and b[2] < y for b in boxes):
+                ly = y
+                break
+        boxes.append((x0, x1, ly - 12, ly))
+        d.update(lx=round(lx, 1), ly=round(ly, 1), anchor="start" if right else "end")
 
 
 def query_deltas(per_query: list[dict[str, dict[str, float | None]]], names: list[str], metric: str, base: int,

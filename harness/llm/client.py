@@ -251,14 +251,22 @@ class Client:
               fallback: str | None) -> Reply:
         retries = 0
         timed_out = False
+        latency = 0.0  # the attempts' own seconds: no queue, no gate, no SDK start-up (Reply.latency)
 
         def attempt(time_left: float | None) -> Reply:
+            nonlocal latency
             with self.endpoint.slot():
                 if timed_out and hasattr(self.provider, "wait_idle"):
                     self.provider.wait_idle(time_left)  # not queued behind the abandoned generation
-                if self._timeout_arg:
-                    return self.provider.chat(msgs, opts, timeout=time_left)
-                return self.provider.chat(msgs, opts)
+                if callable(getattr(self.provider, "client", None)):
+                    self.provider.client()  # the SDK's client made (once) before the attempt is timed
+                started = time.monotonic()
+                try:
+                    if self._timeout_arg:
+                        return self.provider.chat(msgs, opts, timeout=time_left)
+                    return self.provider.chat(msgs, opts)
+                finally:
+                    latency += time.monotonic() - started
 
         def on_retry(error: LLMError, attempt_number: int) -> None:
             nonlocal retries, timed_out
@@ -266,14 +274,12 @@ class Client:
             timed_out = isinstance(error, LLMTimeout)
             log.debug("%s: attempt %d failed (%s); retrying", self.label, attempt_number, error)
 
-        started = time.monotonic()
         try:
             reply, _ = guarded_call(self.endpoint, self.retry, self.usage, self.label, attempt, on_retry)
         except (LLMError, FatalLLMError) as error:
             log.info("%s: call failed after %d attempt(s): %s", self.label, retries + 1, error)
             raise
-        reply = replace(reply, retries=retries, fallback=reply.fallback or fallback,
-                        latency=time.monotonic() - started)
+        reply = replace(reply, retries=retries, fallback=reply.fallback or fallback, latency=latency)
         self.usage.record_call(self.label, reply)
         if self.cache is not None and reply.cacheable:
             self.cache.set(key, payload, reply)

@@ -214,8 +214,9 @@ class ResultsLayout:
 
     def write_view_files(self, ds: Any, runs: Mapping[str, Any], clients: Iterable[Any]) -> None:
         """``queries.jsonl``, ``qrels.jsonl`` and, when a component made its calls per query
-        (:meth:`harness.llm.client.Client.run_sequences`), ``llm_calls.jsonl`` (``query_id``, ``component``,
-        ``key``: the reply cache's key, ``cached``, ``error``, ``cache``: the cache folder)."""
+        (:meth:`harness.llm.client.Client.run_sequences`, ``map(..., query_ids=...)``), ``llm_calls.jsonl``
+        (the rows of the clients' ``call_log``: ``query_id``, ``key``: the reply cache's key, ``cached``,
+        ``error``, ``reasoning``, tokens, USD, seconds; with ``component`` and ``cache``: the cache folder)."""
         qids = {m: set(r) for m, r in runs.items()}
         _write_jsonl(self.folder / QUERIES, (
             {"mode": m, "query_id": q.id, "text": q.text, "instruction": q.instruction}

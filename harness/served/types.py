@@ -222,8 +222,9 @@ class Reply:
     apart and never parsed; None when the reply has none. ``cached``: served from the disk cache.
     ``fallback``: ``"no-logprobs"`` when logprobs were optional and the provider has none. ``dry_run``: a
     placeholder (nothing was sent). ``batch``: the reply came through a provider's batch API. ``latency``:
-    the seconds the call that made it took (retries included; None when unknown: a batch, a dry run), kept
-    in the cache so a warm rerun still knows what the reply cost in time."""
+    the seconds the provider took to make it (its attempts' own time, a retried attempt's included; no
+    queue; None when unknown: a batch, a dry run), kept in the cache so a warm rerun still knows what the
+    reply cost in time."""
 
     text: str
     finish_reason: str | None = "stop"

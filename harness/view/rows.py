@@ -101,8 +101,9 @@ SCHEMAS: MappingProxyType[str, dict[str, Field]] = MappingProxyType({
                   "cached": (_flag, False, True), "error": (_text, False, True), "cache": (_text, False, True),
                   "reasoning": (_text, False, True), "input_tokens": (_whole, False, True),
                   "output_tokens": (_whole, False, True), "reasoning_tokens": (_whole, False, True),
-                  "cost_usd": (_amount, False, True), "seconds": (_amount, False, True), "batch": (_flag, False, True),
-                  "retries": (_whole, False, True)},
+                  "price_usd": (_amount, False, True), "cost_usd": (_amount, False, True),
+                  "seconds": (_amount, False, True), "latency_s": (_amount, False, True),
+                  "batch": (_flag, False, True), "retries": (_whole, False, True)},
 })
 #: file kind -> the fields no two rows may share (None: rows may repeat, e.g. several LLM calls a query)
 UNIQUE: MappingProxyType[str, tuple[str, ...] | None] = MappingProxyType({

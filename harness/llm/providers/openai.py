@@ -74,6 +74,7 @@ class OpenAIProvider(BaseProvider):
         import openai
 
         self._sdk = openai
+        self._completion_type()  # the reply's type imported now, not inside the first (timed) call
         return openai.OpenAI(
             api_key=self._api_key, **self.sdk_connection(openai), max_retries=0, timeout=self.sdk_timeout(openai),
             organization=self.organization, project=self.project,
