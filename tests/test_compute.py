@@ -20,6 +20,7 @@ from harness.served.query_usage import attribute_calls
 from harness.testing import ScriptedReply, TestServer
 from harness.testing.llm_server import input_tokens, last_user_text
 from harness.view.catalog import Catalog
+from harness.view.comparison import compare_payload
 from tests.llm_double import parse
 
 pytest.importorskip("openai", reason="needs openai: pip install 'harness-ir[openai]'")
@@ -253,3 +254,11 @@ def test_a_sweep_writes_a_folder_per_value_and_the_report_charts_three_runs(tmp_
     chart = html.split('data-axis="usd"')[1].split("</figure>")[0]
     assert chart.count('<circle class="point') == 3
     assert {n for n in (p[1] for p in points) if f'data-system="{n}" data-frontier="yes"' in chart} == want
+    # the viewer's compare page: the same computation
+    view = compare_payload(Catalog([low, high, bm25]), ["r1", "r2", "r3"], permutations=100)["compute"]
+    usd_chart = next(c for c in view["charts"] if c["key"] == "usd")
+    names = {"r1": low.name, "r2": high.name, "r3": bm25.name}
+    assert len(usd_chart["dots"]) == 3
+    assert {next(v for k, v in names.items() if d["system"].startswith(k + ":")) for d in usd_chart["dots"]
+            if d["frontier"]} == want
+    assert view["cheapest"].startswith("r3:")  # bm25: no LLM call, no cost

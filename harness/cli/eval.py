@@ -53,7 +53,7 @@ def eval_cmd(task, dataset, retriever, rerankers, judge, metrics, limit, depth, 
         from harness.cli.eval_sweep import run_sweep_command
 
         run_sweep_command(task, dataset, retriever, rerankers, judge, metrics, limit, depth, output, overwrite, quiet,
-                          max_llm_failures, sweeps, context)
+                          max_llm_failures, sweeps, context, as_json)
         return
     result = evaluate(task, dataset=dataset, retriever=retriever, rerankers=rerankers, judge=judge,
                       metrics=metrics or None, limit=limit, depth=depth, output=output, overwrite=overwrite,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import TYPE_CHECKING
 
@@ -12,9 +13,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def run_sweep_command(task, dataset, retriever, rerankers, judge, metrics, limit, depth, output, overwrite, quiet,
-                      max_llm_failures, sweeps, context: Context) -> None:
+                      max_llm_failures, sweeps, context: Context, as_json: bool = False) -> None:
     """Every combination (:func:`harness.api.evaluate_sweep`), then a table of each one's folder, main metric,
-    USD, output and reasoning tokens; exit status 3 when a combination is INCOMPLETE."""
+    USD, output and reasoning tokens (``--json``: each one's folder, values and metrics); exit status 3 when a
+    combination is INCOMPLETE."""
     from harness.api import evaluate_sweep
     from harness.llm import EXIT_INCOMPLETE
     from harness.results.table import render_table
@@ -35,7 +37,11 @@ def run_sweep_command(task, dataset, retriever, rerankers, judge, metrics, limit
         rows.append((r.folder.name, main or "", value if value is not None else float("nan"),
                      "n/a" if cost is None else f"{cost:.6f}", total.get("output_tokens", 0),
                      total.get("reasoning_tokens", 0), "" if res.complete else "INCOMPLETE"))
-    click.echo(f"sweep: {len(runs)} combination(s) under {output}")
-    click.echo(render_table(rows, ["folder", "metric", "value", "USD", "out tok", "reason tok", "status"]))
+    if as_json:
+        click.echo(json.dumps([{"folder": r.folder.name, "values": r.values, "metrics": r.result.metrics,
+                                "complete": r.result.complete} for r in runs], indent=2))
+    else:
+        click.echo(f"sweep: {len(runs)} combination(s) under {output}")
+        click.echo(render_table(rows, ["folder", "metric", "value", "USD", "out tok", "reason tok", "status"]))
     if any(not r.result.complete for r in runs):
         sys.exit(EXIT_INCOMPLETE)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -250,15 +250,3 @@ def _recorded(result: EvalResult, record: dict[str, Any], how: str, options: Eva
     if result.members and options.output:  # a suite: the sweep is named in its own results.json, written again
         ResultsLayout(Path(options.output)).write_suite(result)
     return result
-
-
-def describe(runs: Sequence[SweepRun], metric: str | None = None) -> Iterator[tuple[str, ...]]:
-    """Rows for the summary table: folder, values, the metric, USD, output and reasoning tokens."""
-    for r in runs:
-        total = (r.result.usage or {}).get("total") or {}
-        m = metric or next(iter(r.result.metrics), None)
-        value = r.result.metrics.get(m) if m else None
-        cost = total.get("cost_usd")
-        yield (r.folder.name, m or "", "" if value is None else f"{value:.4f}",
-               "n/a" if cost is None else f"{cost:.6f}", str(total.get("output_tokens", 0)),
-               str(total.get("reasoning_tokens", 0)), r.first_stage)

@@ -210,6 +210,8 @@ class Client:
         """One row of :attr:`call_log` (:func:`call_row`)."""
         price = self.usage.prices.lookup(self.provider.name, self.provider.model)
         row = call_row(query_id, key, outcome, seconds, price)
+        if query_id is None:  # never written to llm_calls.jsonl: its reasoning stays in the cache alone
+            row["reasoning"] = None
         with self._log_lock:
             self.call_log.append(row)
 

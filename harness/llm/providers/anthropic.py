@@ -145,7 +145,8 @@ class AnthropicProvider(BaseProvider):
             if blocks is None:
                 raise self.error(MalformedReply, "reply has no content")
             text = "".join(b.text for b in blocks if getattr(b, "type", None) == "text")
-            thoughts = [b.thinking for b in blocks if getattr(b, "type", None) == "thinking"]
+            thoughts = [b.thinking if b.type == "thinking" else "[redacted thinking]" for b in blocks
+                        if getattr(b, "type", None) in ("thinking", "redacted_thinking")]
             finish = STOP_REASONS.get(resp.stop_reason, resp.stop_reason)
             counts = _counts(getattr(resp, "usage", None))
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
