@@ -56,6 +56,7 @@ _EXPORTS = MappingProxyType({
     "PluginHost": "harness.plugins.host",
     # the Python API
     "evaluate": "harness.api",
+    "evaluate_sweep": "harness.api",
     "score": "harness.api",
     "load_task": "harness.api",
     "load_dataset": "harness.api",
@@ -77,6 +78,7 @@ if TYPE_CHECKING:  # pragma: no cover
         build_index,
         evaluate,
         evaluate_runs,
+        evaluate_sweep,
         fuse_runs,
         index_info,
         list_plugins,

@@ -18,14 +18,35 @@ from harness.concepts.run import Run
 from harness.concepts.task import Task
 from harness.context import Context
 from harness.evaluation.external_runs import evaluate_runs, fuse_runs
+from harness.evaluation.options import ComponentSpecs, EvalOptions, split_keywords
 from harness.evaluation.pipeline import EvalResult, evaluate
 from harness.evaluation.stages import apply_metrics, load_task_dataset, resolve_task
+from harness.evaluation.sweep import SweepRun, parse_axis, run_sweep
 from harness.formats.trec import read_qrels, read_run
 from harness.metrics.resolve import resolve_metrics
 from harness.retrievers import bm25, bm25_index
 from harness.retrievers.dense import build as builder
 from harness.retrievers.dense.embedding_index import CHECKSUM, DEFAULT_SHARD_SIZE, SHARDS, plan_shards, read_manifest
 from harness.retrievers.dense.embedding_index import verify_index as verify
+
+
+def evaluate_sweep(task: str | Task | None = None, *, sweep: Sequence[str], dataset: str | None = None,
+                   retriever: Any = None, rerankers: Sequence[Any] = (), judge: Any = None,
+                   options: EvalOptions | None = None, context: Context | None = None,
+                   **settings: Any) -> list[SweepRun]:
+    """``harness eval ... --sweep KEY=V1,V2`` (:mod:`harness.evaluation.sweep`: the grammar): one evaluation
+    per combination of the ``sweep`` values, each written to ``options.output``/<its folder> (the output is
+    required), the first stage computed once where no combination changes it, one LLM reply cache. The other
+    arguments are :func:`evaluate`'s. Returns each combination's :class:`~harness.evaluation.sweep.SweepRun`
+    (values, folder, result)."""
+    axes = [parse_axis(s) for s in sweep]  # a bad sweep fails before anything is read
+    fields, llm_changes, registry = split_keywords(settings)
+    opts = (options or EvalOptions()).replace(**fields)
+    ctx = context if context is not None else Context.create(registry=registry)
+    if llm_changes:
+        ctx = ctx.for_evaluation(**llm_changes)
+    the_task = resolve_task(ctx, task, dataset)
+    return run_sweep(the_task, ComponentSpecs(retriever, tuple(rerankers), judge), opts, ctx, axes)
 
 
 def load_task(name: str, context: Context | None = None) -> Task:
@@ -148,6 +169,5 @@ def list_plugins(context: Context | None = None) -> list[dict[str, Any]]:
     return Context.of(context).host.report()
 
 
-__all__ = ["evaluate", "score", "load_task", "load_dataset", "list_plugins", "build_index", "index_info",
-           "verify_index",
-           "EvalResult", "evaluate_runs", "fuse_runs"]
+__all__ = ["evaluate", "evaluate_sweep", "score", "load_task", "load_dataset", "list_plugins", "build_index",
+           "index_info", "verify_index", "EvalResult", "evaluate_runs", "fuse_runs"]

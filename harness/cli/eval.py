@@ -42,9 +42,12 @@ if TYPE_CHECKING:  # pragma: no cover
 @click.option("--max-llm-failures", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
               metavar="SHARE", help="Share of LLM requests that may get no usable reply before the run counts as "
               "INCOMPLETE (exit status 3), e.g. 0.01.")
+@click.option("--sweep", "sweeps", multiple=True, metavar="KEY=V1,V2", help="Run one evaluation per value (repeat: "
+              "per combination), each in its own folder under --output: llm.NAME (e.g. llm.reasoning_effort=low,high), "
+              "reranker.NAME (reranker.window=10,20), retriever.NAME, judge.NAME, depth (docs/compute.md).")
 @llm_options
 def eval_cmd(task, dataset, retriever, run_files, run_names, rerankers, judge, metrics, qrels, limit, depth, output,
-             overwrite, as_json, quiet, max_llm_failures, llm_settings, cache_dir) -> None:
+             overwrite, as_json, quiet, max_llm_failures, sweeps, llm_settings, cache_dir) -> None:
     """Run a task: first stage, rerankers, judge, metrics.
 
     Exit status: 0 done; 2 an input or configuration error (one message); 3 INCOMPLETE, LLM requests
@@ -57,6 +60,15 @@ def eval_cmd(task, dataset, retriever, run_files, run_names, rerankers, judge, m
     # one context for this command: --quiet silences the components' progress too (encoding,
     # downloads, LLM batches); --cache-dir is the root of LLM replies and embeddings alike
     context = make_context(llm_settings, cache_dir, quiet=quiet)
+    if sweeps and (run_files or run_names):
+        raise click.UsageError("--sweep varies the harness's own components; --run evaluates runs made elsewhere: "
+                               "give one or the other")
+    if sweeps:  # harness/cli/eval_sweep.py: one evaluation per combination, a summary table
+        from harness.cli.eval_sweep import run_sweep_command
+
+        run_sweep_command(task, dataset, retriever, rerankers, judge, metrics, limit, depth, output, overwrite, quiet,
+                          max_llm_failures, sweeps, context, as_json, qrels=qrels)
+        return
     settings = dict(metrics=metrics or None, limit=limit, depth=depth, output=output, overwrite=overwrite,
                     progress=not quiet, max_llm_failures=max_llm_failures, command=["harness", *sys.argv[1:]],
                     qrels=qrels)

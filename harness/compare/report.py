@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.compare import svg
+from harness.compare import compute_chart, svg
 from harness.compare.analysis import CompareResult, compare
 from harness.compare.rank_charts import across_rank_charts, task_rank_charts
 from harness.compare.ranks import lower_is_better  # ranks: bold marks the lowest
@@ -265,7 +265,8 @@ def build_report(systems: list[System], *, baseline: str | None = None, permutat
         sections.append({"task": task, "table": _metric_table(systems, task, res),
                          "levels": _level_bars(systems, task, metrics),
                          "worst": _worst(systems, task, metrics[0] if metrics else None),
-                         "ranks": task_rank_charts(systems, task, metrics, fill=fill, resamples=bootstrap, seed=seed)})
+                         "ranks": task_rank_charts(systems, task, metrics, fill=fill, resamples=bootstrap, seed=seed),
+                         "compute": compute_chart.for_systems(systems, task, metrics)})
     suite = _suite(systems, tasks, fill, bootstrap, seed) if len(tasks) > 1 else None
     data = {
         "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -69,7 +69,8 @@ class ChatClient(Protocol):
     def chat(self, messages: Any, options: Any = None, /, **overrides: Any) -> ChatReply: ...
 
     def map(self, requests: Iterable[Any], *, max_concurrency: int | None = None,
-            on_result: Callable[[int, Any], None] | None = None) -> Sequence[Any]: ...
+            on_result: Callable[[int, Any], None] | None = None,
+            query_ids: Iterable[str | None] | None = None) -> Sequence[Any]: ...
 
     def run_sequences(self, fn: Callable[[Any, Callable[..., ChatReply]], Any], items: Iterable[Any], *,
                       max_workers: int | None = None, on_result: Callable[[int, Any], None] | None = None

@@ -54,6 +54,7 @@ from harness.evaluation.other_qrels import with_qrels_file
 from harness.results.layout import ResultsLayout
 from harness.results.result import EvalResult
 from harness.served.failure_policy import failure_report, merge_per_query
+from harness.served.query_usage import attribute_calls
 
 AUTO_CANDIDATE_DEPTH = 1000  # MTEB's top_k (max of its k_values): how many of a query's candidates it scores
 
@@ -357,12 +358,15 @@ def assemble_result(context: Context, task: Task, ds: Dataset, components: Compo
     failure report (INCOMPLETE beyond ``options.max_llm_failures``) are read now."""
     ledger.timings["total"] = time.perf_counter() - ledger.started
     usage = context.llm.report()
+    query_llm, usage_per_query = attribute_calls(context.llm.clients, usage.get("total") or {}, scores.per_query)
+    if usage_per_query:  # each query's LLM calls, tokens, USD and seconds (harness/served/query_usage.py)
+        usage["per_query"] = usage_per_query
     return EvalResult(task, ds, components.described, scores.aggregate, scores.per_query, ranked.runs,
                       ranked.judgments, ledger.counts, ledger.timings, usage=usage,
                       command=list(options.command) if options.command is not None else None,
                       llm_failures=_llm_failures(usage, components.described, options.max_llm_failures),
                       uncertainty=scores.uncertainty, metric_details=scores.details, metric_notes=scores.notes,
-                      versions=context.versions(), first_stage_runs=ranked.first_stage)
+                      versions=context.versions(), first_stage_runs=ranked.first_stage, query_llm=query_llm)
 
 
 def check_output(output: str | Path, overwrite: bool, members: Sequence[str] = ()) -> None:

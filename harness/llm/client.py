@@ -20,7 +20,8 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -100,9 +101,14 @@ class Client:
         self._dry_lock = threading.Lock()
         #: batch mode: a :class:`BatchRunner` (True in a dry run: stages are counted, nothing is sent)
         self.batch = batch or None
-        #: the calls made for each sequence of :meth:`run_sequences` whose item is a query id (text):
-        #: ``{"query_id", "key", "cached", "error"}``, for ``llm_calls.jsonl`` (``harness view``)
+        #: every call (:meth:`chat`, each request of :meth:`map`, each call of :meth:`run_sequences`), one row
+        #: each (:func:`call_row`): the query it was made for (a :meth:`run_sequences` item that is a query id,
+        #: ``map(..., query_ids=...)``, :meth:`attributed`; None: no query), its cache key, whether the cache
+        #: answered, its error, reasoning, tokens, USD and seconds; ``llm_calls.jsonl`` and the per-query
+        #: accounting (``per_query.jsonl``) are made of it
         self.call_log: list[dict[str, Any]] = []
+        self._log_lock = threading.Lock()
+        self._query = threading.local()  # the query this thread's calls are made for
         #: chat options the user chose (spec arguments) that a request's own options do not override
         self.pinned = dict(pinned or {})
         #: every setting's value and where it came from (:mod:`harness.served.precedence`), for results.json
@@ -164,13 +170,33 @@ class Client:
         return self.cache.explain(self.key_payload(messages, options, **overrides))
 
     # -- calls -----------------------------------------------------------------------------
+    @contextmanager
+    def attributed(self, query_id: str | None) -> Iterator[None]:
+        """The calls this thread makes inside the block are made for query ``query_id`` (:attr:`call_log`,
+        the per-query accounting); None: for no query."""
+        before = getattr(self._query, "id", None)
+        self._query.id = query_id
+        try:
+            yield
+        finally:
+            self._query.id = before
+
     def chat(self, messages: Messages, options: ChatOptions | None = None, /, **overrides: Any) -> Reply:
         """One reply. Raises an :class:`LLMError` (a transport failure of this request) once
         retries are spent, or a :class:`FatalLLMError` that stops the run (a rejected key, an
-        unknown model); every failure is counted in :attr:`usage` with its message."""
-        found = self._lookup(messages, options, overrides)
-        if isinstance(found, Reply):
-            return found
+        unknown model); every failure is counted in :attr:`usage` with its message. The call is
+        noted in :attr:`call_log`, for the query :meth:`attributed` names."""
+        start = time.monotonic()
+        key, found = self._find(messages, options, overrides)
+        try:
+            reply = found if isinstance(found, Reply) else self._answer(found)
+        except LLMError as error:
+            self._note(getattr(self._query, "id", None), key, error, time.monotonic() - start)
+            raise
+        self._note(getattr(self._query, "id", None), key, reply, time.monotonic() - start)
+        return reply
+
+    def _answer(self, found: Pending) -> Reply:
         if self.batch is not None:  # a stage of one request
             reply = self._round([found])[0]
             if isinstance(reply, BaseException):
@@ -179,6 +205,15 @@ class Client:
         if self.dry_run is not None:
             return self._placeholder(found)
         return self.send_direct(found)
+
+    def _note(self, query_id: str | None, key: str, outcome: Reply | BaseException, seconds: float) -> None:
+        """One row of :attr:`call_log` (:func:`call_row`)."""
+        price = self.usage.prices.lookup(self.provider.name, self.provider.model)
+        row = call_row(query_id, key, outcome, seconds, price)
+        if query_id is None:  # never written to llm_calls.jsonl: its reasoning stays in the cache alone
+            row["reasoning"] = None
+        with self._log_lock:
+            self.call_log.append(row)
 
     def _placeholder(self, request: Pending, batch: bool = False) -> Reply:
         """A dry run's reply, counted as a call the first time the request is seen, then as a hit."""
@@ -190,7 +225,7 @@ class Client:
             self.usage.record_hit(self.label, reply)
         else:
             self.usage.record_call(self.label, reply, batch=batch)
-        return replace(reply, fallback=request.fallback)
+        return replace(reply, fallback=request.fallback, cached=seen, batch=batch and not seen)
 
     def send_direct(self, request: Pending) -> Reply:
         """Send one request no cache holds, as one HTTP call (also batch mode's direct resend). Another
@@ -218,14 +253,22 @@ class Client:
               fallback: str | None) -> Reply:
         retries = 0
         timed_out = False
+        latency = 0.0  # the attempts' own seconds: no queue, no gate, no SDK start-up (Reply.latency)
 
         def attempt(time_left: float | None) -> Reply:
+            nonlocal latency
             with self.endpoint.slot():
                 if timed_out and hasattr(self.provider, "wait_idle"):
                     self.provider.wait_idle(time_left)  # not queued behind the abandoned generation
-                if self._timeout_arg:
-                    return self.provider.chat(msgs, opts, timeout=time_left)
-                return self.provider.chat(msgs, opts)
+                if callable(getattr(self.provider, "client", None)):
+                    self.provider.client()  # the SDK's client made (once) before the attempt is timed
+                started = time.monotonic()
+                try:
+                    if self._timeout_arg:
+                        return self.provider.chat(msgs, opts, timeout=time_left)
+                    return self.provider.chat(msgs, opts)
+                finally:
+                    latency += time.monotonic() - started
 
         def on_retry(error: LLMError, attempt_number: int) -> None:
             nonlocal retries, timed_out
@@ -238,7 +281,7 @@ class Client:
         except (LLMError, FatalLLMError) as error:
             log.info("%s: call failed after %d attempt(s): %s", self.label, retries + 1, error)
             raise
-        reply = replace(reply, retries=retries, fallback=reply.fallback or fallback)
+        reply = replace(reply, retries=retries, fallback=reply.fallback or fallback, latency=latency)
         self.usage.record_call(self.label, reply)
         if self.cache is not None and reply.cacheable:
             self.cache.set(key, payload, reply)
@@ -250,23 +293,29 @@ class Client:
         *,
         max_concurrency: int | None = None,
         on_result: Callable[[int, Reply | LLMError], None] | None = None,
+        query_ids: Iterable[str | None] | None = None,
     ) -> list[Reply | LLMError]:
         """Independent requests, concurrently, results in input order. A request is a
         :class:`ChatRequest`, ``{"messages": [...], **options}`` or bare messages. A failed item
-        holds its :class:`LLMError`; the others go on. ``requests`` may be a lazy iterator."""
-
+        holds its :class:`LLMError`; the others go on. ``requests`` may be a lazy iterator.
+        ``query_ids``: the query each request is made for, in order (None: no query), for :attr:`call_log`."""
+        pairs: Iterable[tuple[Any, str | None]] = zip(requests, query_ids) if query_ids is not None else (
+            (r, None) for r in requests)
+        if isinstance(requests, Sized):  # the count, for the progress bar (a lazy iterator stays lazy)
+            pairs = list(pairs)
         if self.batch is not None:
-            return self._map_batch(requests, on_result)
+            return self._map_batch(pairs, on_result)
 
-        def one(item: Any) -> Reply | LLMError:
-            req = ChatRequest.coerce(item)
+        def one(pair: tuple[Any, str | None]) -> Reply | LLMError:
+            req = ChatRequest.coerce(pair[0])
             try:
-                return self.chat(req.messages, **dict(req.options))
+                with self.attributed(pair[1]):
+                    return self.chat(req.messages, **dict(req.options))
             except LLMError as error:
                 return error
 
         with _original_fatal():
-            return bounded_map(one, requests, max_concurrency or self.max_concurrency, on_result, progress=self.label,
+            return bounded_map(one, pairs, max_concurrency or self.max_concurrency, on_result, progress=self.label,
                                settings=self.progress)
 
     def run_sequences(
@@ -284,11 +333,14 @@ class Client:
         rounds (:mod:`harness.served.batch.rounds`)."""
 
         if self.batch is not None:
-            return Rounds(self._lookup, self._round).run(fn, items, max_workers, on_result)
+            return Rounds(self._lookup, self._round).run(
+                lambda item, chat: fn(item, self._logged_chat(item if isinstance(item, str) else None, chat)),
+                items, max_workers, on_result)
 
         def one(item: T) -> R | LLMError:
             try:
-                return fn(item, self._logged_chat(item) if isinstance(item, str) else self.chat)
+                with self.attributed(item if isinstance(item, str) else None):
+                    return fn(item, self.chat)
             except LLMError as error:
                 return error
 
@@ -296,34 +348,36 @@ class Client:
             return bounded_map(one, items, max_workers or self.max_concurrency, on_result, progress=self.label,
                                settings=self.progress)
 
-    def _logged_chat(self, query_id: str) -> ChatFn:
-        """:meth:`chat` that notes each call's cache key, cache hit and failure in :attr:`call_log`."""
+    def _logged_chat(self, query_id: str | None, chat: ChatFn) -> ChatFn:
+        """A round's ``chat`` (batch mode: it bypasses :meth:`chat`) that notes each call in :attr:`call_log`."""
 
-        def chat(messages: Messages, options: ChatOptions | None = None, /, **overrides: Any) -> Reply:
-            row: dict[str, Any] = {"query_id": query_id, "key": self.cache_key(messages, options, **overrides),
-                                   "cached": False, "error": None}
+        def logged(messages: Messages, options: ChatOptions | None = None, /, **overrides: Any) -> Reply:
+            start, key = time.monotonic(), self.cache_key(messages, options, **overrides)
             try:
-                reply = self.chat(messages, options, **overrides)
+                reply = chat(messages, options, **overrides)
             except LLMError as error:
-                row["error"] = f"{type(error).__name__}: {error}"
-                self.call_log.append(row)
+                self._note(query_id, key, error, time.monotonic() - start)
                 raise
-            row["cached"] = bool(reply.cached)
-            self.call_log.append(row)
+            self._note(query_id, key, reply, time.monotonic() - start)
             return reply
 
-        return chat
+        return logged
 
     # -- batch mode --------------------------------------------------------------------------
     def _lookup(self, messages: Messages, options: ChatOptions | None, overrides: dict[str, Any]) -> Reply | Pending:
         """The cached reply, or the request to send (batch mode)."""
+        return self._find(messages, options, overrides)[1]
+
+    def _find(self, messages: Messages, options: ChatOptions | None, overrides: dict[str, Any]
+              ) -> tuple[str, Reply | Pending]:
+        """The request's cache key, and its cached reply or the request to send."""
         msgs, opts, fallback, payload = self._prepare(messages, options, overrides)
         key = key_of(payload)
         if self.cache is not None:
             reply = self._hit(self.cache.get(key), opts, fallback)
             if reply is not None:
-                return reply
-        return Pending(key, payload, msgs, opts, fallback)
+                return key, reply
+        return key, Pending(key, payload, msgs, opts, fallback)
 
     def _round(self, requests: list[Pending]) -> list[Reply | LLMError]:
         """One stage through the batch API (placeholders in a dry run), answers in request order."""
@@ -349,12 +403,21 @@ class Client:
                 out[p.key] = self._placeholder(p, batch=True)
         return out
 
-    def _map_batch(self, requests: Iterable[Any], on_result: Callable[[int, Reply | LLMError], None] | None
-                   ) -> list[Reply | LLMError]:
-        found = [self._lookup(req.messages, None, dict(req.options)) for req in map(ChatRequest.coerce, requests)]
-        todo = [f for f in found if not isinstance(f, Reply)]
+    def _map_batch(self, pairs: Iterable[tuple[Any, str | None]],
+                   on_result: Callable[[int, Reply | LLMError], None] | None) -> list[Reply | LLMError]:
+        """One round for every request no cache holds; each call's seconds are its round's (it waited for it)."""
+        start = time.monotonic()
+        qids, found = [], []
+        for item, qid in pairs:
+            req = ChatRequest.coerce(item)
+            qids.append(qid)
+            found.append(self._find(req.messages, None, dict(req.options)))
+        todo = [f for _, f in found if not isinstance(f, Reply)]
         answers = iter(self._round(todo)) if todo else iter(())
-        out = [f if isinstance(f, Reply) else next(answers) for f in found]
+        out = [f if isinstance(f, Reply) else next(answers) for _, f in found]
+        seconds = time.monotonic() - start
+        for qid, (key, first), result in zip(qids, found, out):
+            self._note(qid, key, result, 0.0 if isinstance(first, Reply) else seconds)
         if on_result is not None:
             for i, r in enumerate(out):
                 on_result(i, r)
@@ -386,3 +449,27 @@ def _original_fatal() -> Iterator[None]:
         if stopped.original is None:
             raise
         raise stopped.original from None
+
+
+def call_row(query_id: str | None, key: str, outcome: Reply | BaseException, seconds: float, price: Any
+             ) -> dict[str, Any]:
+    """One call as :attr:`Client.call_log` notes it: ``query_id``, ``key`` (the reply cache's), ``cached``
+    (the cache answered: it cost nothing), ``error``, ``reasoning`` (the reply's, never parsed), the reply's
+    ``input_tokens``/``output_tokens``/``reasoning_tokens`` (of a call sent: what usage counts; the reasoning
+    tokens are part of the output tokens), ``price_usd`` (what the reply cost when it was made, at its price:
+    the batch price through a batch API; None when the model has no price), ``cost_usd`` (what this call
+    cost now: the price of a call sent, 0 for a hit), ``seconds`` (the call as its caller waited for it now),
+    ``latency_s`` (how long the call that made the reply took, a hit's too; None when unknown), ``batch``,
+    ``retries``."""
+    if isinstance(outcome, BaseException):
+        return {"query_id": query_id, "key": key, "cached": False, "error": f"{type(outcome).__name__}: {outcome}",
+                "reasoning": None, "input_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0, "price_usd": 0.0,
+                "cost_usd": 0.0, "seconds": round(seconds, 6), "latency_s": None, "batch": False, "retries": 0}
+    u = outcome.usage
+    made = None if price is None else price.cost(u.input_tokens, u.output_tokens, batch=outcome.batch)
+    return {"query_id": query_id, "key": key, "cached": bool(outcome.cached), "error": None,
+            "reasoning": outcome.reasoning, "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
+            "reasoning_tokens": u.reasoning_tokens, "price_usd": made, "cost_usd": 0.0 if outcome.cached else made,
+            "seconds": round(seconds, 6),
+            "latency_s": None if outcome.latency is None else round(outcome.latency, 6),
+            "batch": bool(outcome.batch), "retries": int(outcome.retries)}

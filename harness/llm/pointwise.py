@@ -84,13 +84,17 @@ class PointwiseScorer:
         a value, or None for an unusable reply, or a ``(value, flags)`` pair), and return every
         item's :class:`Scored`. ``prefix`` names the counters of a stage (``"criteria_"``)."""
         unique: dict[str, Any] = {}
+        owners: dict[str, set[str]] = {}  # the queries whose items share a request
         keys = []
         for item in items:
             k = _request_key(item.request)
             unique.setdefault(k, item.request)
+            owners.setdefault(k, set()).add(item.qid)
             keys.append(k)
         order = list(unique)
-        replies = dict(zip(order, self.client.map(unique[k] for k in order))) if order else {}
+        # each request's query, for the per-query accounting; a request shared by queries is made for none
+        qids = [next(iter(owners[k])) if len(owners[k]) == 1 else None for k in order]
+        replies = dict(zip(order, self.client.map([unique[k] for k in order], query_ids=qids))) if order else {}
         outcome: dict[str, Scored] = {}
         st: Counter[str] = Counter()
         for k in order:

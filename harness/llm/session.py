@@ -241,6 +241,7 @@ class LLMSession:
             provider = self.resolve_provider(parsed, require_key=not dry)
             explicit = bool(max_concurrency or parsed.client_args.get("max_concurrency"))
             endpoint = self.endpoint(provider, self.fitted_concurrency(provider, parsed, conc, explicit, dry))
+        check_reasoning(provider, resolved, str(parsed))  # a setting the provider cannot send: refused now
         cache = None
         if use_cache:
             cache = self.cache(root)
@@ -352,6 +353,20 @@ class LLMSession:
             cache.close()
         for journal in journals:
             journal.close()
+
+
+def check_reasoning(provider: Any, resolved: Mapping[str, Setting], spec: str) -> None:
+    """The reasoning settings (``reasoning_effort``, ``thinking_budget``) checked by the provider's own rule
+    (``check_settings``: a field it has no place for, a typed value its API refuses with reasoning on); a
+    provider without one takes neither: one message, before any work (docs/llm.md, "Reasoning models")."""
+    check = getattr(provider, "check_settings", None)
+    if check is not None:
+        check(resolved)
+        return
+    for name in ("reasoning_effort", "thinking_budget"):
+        if resolved.get(name) is not None and resolved[name].value is not None:
+            raise HarnessError(f"LLM {redact_url(spec)}: provider {getattr(provider, 'name', '?')!r} does not say how "
+                               f"it sends {name} (no check_settings); drop {name}, or give the provider that rule")
 
 
 def endpoint_identity(provider: Any) -> dict[str, Any]:

@@ -6,7 +6,8 @@ A folder written by ``harness eval -o`` holds:
   (:mod:`harness.results.store` reads it);
 - ``run.trec``, or ``run.<mode>.trec`` per mode: the final ranking; ``run.first_stage[.<mode>].trec``:
   the first stage's, when rerankers followed;
-- ``per_query.jsonl``: each query's metric values; ``judgments.jsonl``: the judge's decisions;
+- ``per_query.jsonl``: each query's metric values, and its LLM calls, tokens, USD and seconds in the field
+  ``llm`` (:mod:`harness.served.query_usage`); ``judgments.jsonl``: the judge's decisions;
 - for ``harness view``: ``queries.jsonl`` (each evaluated query's text and instruction per mode),
   ``qrels.jsonl`` (their gold grades) and ``llm_calls.jsonl`` (the LLM calls made per query: the reply
   cache's key; prompts and replies stay in the cache);
@@ -45,6 +46,8 @@ JUDGMENTS = "judgments.jsonl"
 QUERIES = "queries.jsonl"
 QRELS = "qrels.jsonl"
 LLM_CALLS = "llm_calls.jsonl"
+#: the field of a ``per_query.jsonl`` row holding the query's LLM calls, tokens, USD and seconds (not a metric)
+QUERY_LLM = "llm"
 #: the optional files ``harness view`` reads beside the results, by their key in ``results.json["files"]``
 VIEW_FILES = MappingProxyType({"queries": QUERIES, "qrels": QRELS, "llm_calls": LLM_CALLS})
 
@@ -176,7 +179,9 @@ class ResultsLayout:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.write_view_files(result.dataset, result.runs, clients)
         files = self._write_runs(result)
-        _write_jsonl(self.folder / PER_QUERY, ({"query_id": q, **v} for q, v in result.per_query.items()))
+        llm = getattr(result, "query_llm", None) or {}  # each query's LLM calls and cost (field "llm")
+        _write_jsonl(self.folder / PER_QUERY, ({"query_id": q, **v, **({QUERY_LLM: llm[q]} if q in llm else {})}
+                                               for q, v in result.per_query.items()))
         files["per_query"] = PER_QUERY
         if result.judgments:
             _write_jsonl(self.folder / JUDGMENTS, (
@@ -209,8 +214,9 @@ class ResultsLayout:
 
     def write_view_files(self, ds: Any, runs: Mapping[str, Any], clients: Iterable[Any]) -> None:
         """``queries.jsonl``, ``qrels.jsonl`` and, when a component made its calls per query
-        (:meth:`harness.llm.client.Client.run_sequences`), ``llm_calls.jsonl`` (``query_id``, ``component``,
-        ``key``: the reply cache's key, ``cached``, ``error``, ``cache``: the cache folder)."""
+        (:meth:`harness.llm.client.Client.run_sequences`, ``map(..., query_ids=...)``), ``llm_calls.jsonl``
+        (the rows of the clients' ``call_log``: ``query_id``, ``key``: the reply cache's key, ``cached``,
+        ``error``, ``reasoning``, tokens, USD, seconds; with ``component`` and ``cache``: the cache folder)."""
         qids = {m: set(r) for m, r in runs.items()}
         _write_jsonl(self.folder / QUERIES, (
             {"mode": m, "query_id": q.id, "text": q.text, "instruction": q.instruction}

@@ -55,6 +55,11 @@ class EvalResult:
     members: dict[str, EvalResult] = field(default_factory=dict)  # a suite's member results
     # the first stage's ranking per mode, kept when rerankers changed it (written as run.first_stage.trec)
     first_stage_runs: dict[str, Run] = field(default_factory=dict)
+    #: each query's LLM calls, tokens, USD and seconds (``per_query.jsonl``'s field ``llm``;
+    #: :mod:`harness.served.query_usage`), for the queries of :attr:`per_query`
+    query_llm: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the values of a sweep's combination (``harness eval --sweep``; results.json ``sweep``), else None
+    sweep: dict[str, Any] | None = None
 
     @property
     def is_suite(self) -> bool:
@@ -121,6 +126,7 @@ class EvalResult:
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
             "usage": self.usage,
             "llm_failures": self.llm_failures,
+            **({"sweep": self.sweep} if self.sweep is not None else {}),
         }
 
     def _suite_dict(self) -> dict[str, Any]:
@@ -141,4 +147,5 @@ class EvalResult:
             "uncertainty": {},
             "aggregation": "unweighted mean over member tasks",
             "usage": self.usage,
+            **({"sweep": self.sweep} if self.sweep is not None else {}),
         }

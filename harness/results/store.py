@@ -27,7 +27,7 @@ from typing import Any
 from harness.concepts.errors import HarnessError
 from harness.concepts.uncertainty import Uncertainty
 from harness.formats import bounded as files_in
-from harness.results.layout import PER_QUERY, RESULTS, SCHEMA_VERSION, member_folder
+from harness.results.layout import PER_QUERY, QUERY_LLM, RESULTS, SCHEMA_VERSION, member_folder
 
 # ---------------------------------------------------------------------------------------------- reading
 
@@ -271,6 +271,12 @@ class StoredResults:
             rows = {q: {k: v for k, v in row.items() if v1_non_metric(k) is None} for q, row in rows.items()}
         return rows
 
+    def read_query_llm(self) -> dict[str, dict[str, float | None]]:
+        """qid -> its LLM calls, tokens, USD and seconds (``per_query.jsonl``'s field ``llm``; each a number
+        or None); ``{}`` when the rows carry none (a run without LLM calls, or written before the field)."""
+        name = (self.data.get("files") or {}).get("per_query", PER_QUERY)
+        return read_query_llm(self.folder / name, self.folder, str(self.path), "files['per_query']")
+
     def member_paths(self) -> dict[str, Path]:
         """A suite's members: task -> its results.json."""
         out = {}
@@ -359,7 +365,36 @@ def read_per_query(path: str | Path, root: str | Path | None = None, where: str 
             raise HarnessError(f"{p}:{lineno}: query_id {qid!r} appears twice (first on line {first[qid]}); "
                                "each query has one row")
         first[qid] = lineno
-        rows[qid] = {k: _number(v) for k, v in row.items()}
+        rows[qid] = {k: _number(v) for k, v in row.items() if k != QUERY_LLM}  # "llm": calls and cost, no metric
     if not rows:
         raise HarnessError(f"{p}: holds no per-query row")
     return rows
+
+
+def read_query_llm(path: str | Path, root: str | Path | None = None, where: str | None = None,
+                   field: str = PER_QUERY) -> dict[str, dict[str, float | None]]:
+    """The ``llm`` field of each ``per_query.jsonl`` row (:func:`read_per_query`'s rules: inside ``root``,
+    bounded): qid -> name -> a number or None (a nested object's fields as ``compute_usd``, ...); a field that
+    is not an object is an error naming the line."""
+    p = Path(path)
+    where = where or str(p)
+    out: dict[str, dict[str, float | None]] = {}
+    dec = files_in.decoder()
+    for lineno, line in files_in.iter_lines(p.parent if root is None else root, p, where, field):
+        if not line.strip() or f'"{QUERY_LLM}"' not in line:
+            continue
+        row = files_in.loads(line, f"{p}:{lineno}", dec)
+        if not isinstance(row, dict) or QUERY_LLM not in row:
+            continue
+        qid, llm = row.get("query_id"), row[QUERY_LLM]
+        if isinstance(qid, int) and not isinstance(qid, bool):
+            qid = str(qid)
+        if not isinstance(qid, str) or not isinstance(llm, dict):
+            raise HarnessError(f"{p}:{lineno}: field {QUERY_LLM!r} of a per-query row is an object of counts "
+                               "with a text query_id")
+        flat = {str(k): _number(v) for k, v in llm.items() if not isinstance(v, dict)}
+        for k, v in llm.items():  # "compute": {"usd": ...} -> "compute_usd"
+            if isinstance(v, dict):
+                flat.update({f"{k}_{kk}": _number(vv) for kk, vv in v.items()})
+        out[qid] = flat
+    return out

@@ -197,9 +197,10 @@ def entry_problem(entry: Any) -> str | None:
     usage = reply.get("usage", {})
     checks = (("text", _str(reply.get("text"))), ("finish_reason", _opt_str(reply.get("finish_reason"))),
               ("model", _str(reply.get("model", ""))), ("provider", _str(reply.get("provider", ""))),
-              ("fallback", _opt_str(reply.get("fallback"))),
-              ("usage", isinstance(usage, dict) and all(_count(usage.get(k, 0)) for k in ("input_tokens",
-                                                                                           "output_tokens"))))
+              ("fallback", _opt_str(reply.get("fallback"))), ("reasoning", _opt_str(reply.get("reasoning"))),
+              ("latency_s", reply.get("latency_s") is None or _number(reply.get("latency_s"))),
+              ("usage", isinstance(usage, dict) and all(_count(usage.get(k, 0)) for k in (
+                  "input_tokens", "output_tokens", "reasoning_tokens"))))
     bad = next((name for name, ok in checks if not ok), None)
     return f"reply.{bad} is not of its type" if bad else _logprobs_problem(reply.get("logprobs"))
 

@@ -3,7 +3,10 @@
 Input tokens are counted with tiktoken's ``o200k_base`` when tiktoken is installed and the encoding's
 table is here (:mod:`harness.served.tokens`: tiktoken's cache folder, ``TIKTOKEN_CACHE_DIR``; nothing is
 downloaded), else as characters / 4. Output tokens are a guess: ``output_tokens`` (default 200) capped at the
-request's ``max_tokens``. Cache hits are real replies and count as free.
+request's ``max_tokens``. Cache hits are real replies and count as free. With Anthropic's extended thinking
+(``thinking_budget``) the whole budget is counted as reasoning output on top (an upper bound: the model may
+think less); a ``reasoning_effort`` has no budget to count, so its reasoning is not estimated (say so when
+you budget with it).
 
 A dry-run client returns placeholder replies (``reply.dry_run is True``, ``text == ""``, empty
 logprobs when asked) so a component's control flow runs: a listwise reranker then sees a no-op reply
@@ -54,7 +57,9 @@ def estimate_input_tokens(messages: Sequence[Message]) -> int:
 def placeholder(messages: Sequence[Message], options: ChatOptions, provider: str, model: str,
                 dry: DryRun) -> Reply:
     out = dry.output_tokens if options.max_tokens is None else min(dry.output_tokens, options.max_tokens)
+    thinking = options.thinking_budget or 0  # the budget, an upper bound of the thinking
     return Reply(
         text=dry.text, finish_reason="dry_run", logprobs=[] if options.logprobs else None,
-        usage=TokenCounts(estimate_input_tokens(messages), out), model=model, provider=provider, dry_run=True,
+        usage=TokenCounts(estimate_input_tokens(messages), out + thinking, thinking), model=model, provider=provider,
+        dry_run=True,
     )

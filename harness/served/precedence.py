@@ -11,6 +11,9 @@ Highest first (docs/llm.md, "Precedence of settings"):
 5. ``client default``: the client's or provider's (``ChatOptions``' defaults, Anthropic's 1024 tokens,
    the 60 s read timeout).
 
+``provider rule``: a value the provider's API imposes over a default (temperature 1 with Anthropic's
+extended thinking or an OpenAI reasoning effort); a typed value it would override is refused instead.
+
 :func:`resolve` applies it to one setting and says where the value came from; :func:`chat_settings`
 to every chat option of a client. ``max_tokens=0`` from any source means "no cap" (None).
 """
@@ -33,6 +36,8 @@ COMPONENT_DEFAULT = "component default"
 CLIENT_DEFAULT = "client default"
 #: every source, highest first
 SOURCES = (COMPONENT_SPEC, ARGUMENT, LLM_SPEC, CLI_OPTION, SETTINGS, ENV, COMPONENT_DEFAULT, CLIENT_DEFAULT)
+#: a value the provider imposes over a default (what it sends), never over a typed one
+PROVIDER_RULE = "provider rule"
 #: what the user chose: these values reach every request, whatever a component sets per request
 TYPED = frozenset(SOURCES[:6])
 #: chat options a request may set for itself whatever was typed (the index of a sampled draw)
@@ -76,8 +81,9 @@ def chat_settings(layers: Sequence[Layer], provider: Any = None) -> tuple[ChatOp
         filled = provider.normalize_options(options)
         for name, s in resolved.items():
             value = getattr(filled, name)
-            if s.source == CLIENT_DEFAULT and value != s.value:
-                resolved[name] = Setting(value, CLIENT_DEFAULT)
+            if value != s.value and s.source not in TYPED:
+                filled_default = s.source == CLIENT_DEFAULT or s.value is None  # the provider's own default
+                resolved[name] = Setting(value, CLIENT_DEFAULT if filled_default else PROVIDER_RULE)
     return options, resolved
 
 

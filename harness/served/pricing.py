@@ -15,6 +15,10 @@ Override with a JSON or TOML file (``--prices FILE`` or ``HARNESS_PRICES``)::
 Keys are ``provider:model`` or a bare ``model`` (any provider); a key also matches longer model
 names (``openai:gpt-4o-mini`` prices ``gpt-4o-mini-2024-07-18``), the longest key winning.
 Models with no price (local servers, unless you add them) get ``cost_usd: null``.
+
+Reasoning tokens are priced as output (``reasoning_per_1m`` in a price's record is its output rate): both
+OpenAI and Anthropic count them in the output tokens they bill, so a reply's cost is input x the input rate +
+output (reasoning included) x the output rate, the reasoning never counted twice.
 """
 
 from __future__ import annotations
@@ -107,7 +111,9 @@ class Price:
 
     def as_dict(self) -> dict[str, Any]:
         batch_in, batch_out = self.batch_rates
-        return {"input_per_1m": self.input, "output_per_1m": self.output, "batch_input_per_1m": batch_in,
+        return {"input_per_1m": self.input, "output_per_1m": self.output,
+                "reasoning_per_1m": self.output, "reasoning": "part of the output tokens, priced as output",
+                "batch_input_per_1m": batch_in,
                 "batch_output_per_1m": batch_out, "batch_rates": "given" if self.batch_input is not None else
                 f"{BATCH_SHARE:.0%} of standard", "key": self.key, "source": self.source}
 

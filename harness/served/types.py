@@ -62,6 +62,10 @@ def normalize_messages(messages: Messages) -> list[Message]:
 
 
 LogprobsMode = bool | Literal["optional"]
+#: OpenAI's ``reasoning_effort`` values (the openai SDK's ``types/shared/reasoning_effort.py``, 2.x)
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+#: Anthropic's smallest ``thinking.budget_tokens`` (the anthropic SDK's ``ThinkingConfigEnabledParam``)
+MIN_THINKING_BUDGET = 1024
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,10 @@ class ChatOptions:
     provider cannot give them, instead of raising). ``top_logprobs > 0`` implies ``logprobs``.
     ``sample`` is the sample index: ask for sample 0, 1, 2... of the same prompt to get distinct
     cached draws at temperature > 0. ``extra``: provider-specific body fields (e.g. ``top_k``).
+    ``reasoning_effort`` (OpenAI's, one of :data:`REASONING_EFFORTS`) and ``thinking_budget``
+    (Anthropic's extended thinking, tokens >= :data:`MIN_THINKING_BUDGET`; 0 is off): how much a reasoning model
+    thinks before it answers (docs/llm.md, "Reasoning models"); None sends neither, and then neither
+    enters the cache key (keys made before they existed stay valid).
     """
 
     temperature: float = 0.0
@@ -84,6 +92,8 @@ class ChatOptions:
     top_logprobs: int = 0
     sample: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)
+    reasoning_effort: str | None = None
+    thinking_budget: int | None = None
 
     def __post_init__(self) -> None:
         if self.stop is not None and not isinstance(self.stop, tuple):
@@ -103,6 +113,24 @@ class ChatOptions:
             raise ValueError(f"top_logprobs must be in [0, 20], got {self.top_logprobs}")
         if self.sample < 0:
             raise ValueError(f"sample must be >= 0, got {self.sample}")
+        self._check_reasoning()
+
+    def _check_reasoning(self) -> None:
+        if self.thinking_budget == 0 and not isinstance(self.thinking_budget, bool):  # 0: thinking off
+            object.__setattr__(self, "thinking_budget", None)
+        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
+            raise ValueError(f"reasoning_effort must be one of {', '.join(REASONING_EFFORTS)}, "
+                             f"got {self.reasoning_effort!r}")
+        budget = self.thinking_budget
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
+                                   or budget < MIN_THINKING_BUDGET):
+            raise ValueError(f"thinking_budget must be a whole number of tokens >= {MIN_THINKING_BUDGET} "
+                             f"(Anthropic's minimum), got {budget!r}")
+
+    @property
+    def reasoning(self) -> bool:
+        """A reasoning setting is given (``reasoning_effort`` or ``thinking_budget``)."""
+        return self.reasoning_effort is not None or self.thinking_budget is not None
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -127,6 +155,9 @@ class ChatOptions:
             "top_logprobs": self.top_logprobs if self.logprobs else 0,
             "sample": self.sample,
             "extra": dict(self.extra),
+            # only when set: every key made before these settings existed stays the same
+            **({"reasoning_effort": self.reasoning_effort} if self.reasoning_effort is not None else {}),
+            **({"thinking_budget": self.thinking_budget} if self.thinking_budget is not None else {}),
         }
 
 
@@ -163,14 +194,37 @@ class TokenLogprob:
 
 @dataclass(frozen=True)
 class TokenCounts:
+    """A reply's tokens as the provider counts them. ``output_tokens`` include the reasoning tokens
+    (both OpenAI and Anthropic bill reasoning as output); ``reasoning_tokens`` says how many of them were
+    reasoning (OpenAI ``completion_tokens_details.reasoning_tokens``, Anthropic
+    ``output_tokens_details.thinking_tokens``; 0 where the reply does not say)."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        out = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        if self.reasoning_tokens:
+            out["reasoning_tokens"] = self.reasoning_tokens
+        return out
+
+    @classmethod
+    def from_dict(cls, u: Mapping[str, Any]) -> TokenCounts:
+        return cls(int(u.get("input_tokens", 0)), int(u.get("output_tokens", 0)), int(u.get("reasoning_tokens", 0)))
 
 
 @dataclass(frozen=True)
 class Reply:
-    """A chat reply. ``cached``: served from the disk cache. ``fallback``: ``"no-logprobs"`` when
-    logprobs were optional and the provider has none. ``dry_run``: a placeholder (nothing was sent)."""
+    """A chat reply. ``text`` is the answer alone (the message content; Anthropic: its text blocks), the
+    only thing a parser sees; ``reasoning``: what a reasoning model thought before it (vLLM and DeepSeek
+    ``message.reasoning_content``, some servers ``message.reasoning``, Anthropic ``thinking`` blocks), kept
+    apart and never parsed; None when the reply has none. ``cached``: served from the disk cache.
+    ``fallback``: ``"no-logprobs"`` when logprobs were optional and the provider has none. ``dry_run``: a
+    placeholder (nothing was sent). ``batch``: the reply came through a provider's batch API. ``latency``:
+    the seconds the provider took to make it (its attempts' own time, a retried attempt's included; no
+    queue; None when unknown: a batch, a dry run), kept in the cache so a warm rerun still knows what the
+    reply cost in time."""
 
     text: str
     finish_reason: str | None = "stop"
@@ -182,6 +236,9 @@ class Reply:
     fallback: str | None = None
     dry_run: bool = False
     retries: int = 0
+    reasoning: str | None = None
+    batch: bool = False
+    latency: float | None = None
 
     @property
     def refused(self) -> bool:
@@ -193,16 +250,20 @@ class Reply:
         return bool(self.text.strip()) and not self.refused and not self.dry_run
 
     def to_dict(self) -> dict[str, Any]:
-        """The stored form (no ``cached``/``retries``: those describe one call; ``fallback`` only
-        when it describes the reply itself, e.g. ``no-logprobs``)."""
+        """The stored form (no ``cached``/``retries``/``batch``: those describe one call; ``fallback``
+        only when it describes the reply itself, e.g. ``no-logprobs``; ``reasoning`` when there is some)."""
         out = {
             "text": self.text,
             "finish_reason": self.finish_reason,
             "logprobs": None if self.logprobs is None else [t.to_dict() for t in self.logprobs],
-            "usage": {"input_tokens": self.usage.input_tokens, "output_tokens": self.usage.output_tokens},
+            "usage": self.usage.as_dict(),
             "model": self.model,
             "provider": self.provider,
         }
+        if self.reasoning is not None:
+            out["reasoning"] = self.reasoning
+        if self.latency is not None:
+            out["latency_s"] = round(self.latency, 6)
         if self.fallback:
             out["fallback"] = self.fallback
         return out
@@ -217,9 +278,11 @@ class Reply:
             text=d["text"],
             finish_reason=d.get("finish_reason"),
             logprobs=None if lps is None else [TokenLogprob.from_dict(t) for t in lps],
-            usage=TokenCounts(int(u.get("input_tokens", 0)), int(u.get("output_tokens", 0))),
+            usage=TokenCounts.from_dict(u),
             model=d.get("model", ""),
             provider=d.get("provider", ""),
+            reasoning=d.get("reasoning"),
+            latency=float(d["latency_s"]) if isinstance(d.get("latency_s"), int | float) else None,
             **extra,
         )
 

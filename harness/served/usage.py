@@ -6,6 +6,10 @@ retries are in ``retries``). Cache hits cost nothing; their tokens are kept apar
 are part of ``calls`` and the token counts, and are also counted apart (``batch``: calls, tokens,
 batches submitted, rounds, bytes uploaded) because they are priced at the batch rate. In a dry run
 every figure is an estimate.
+
+``reasoning_tokens`` (``cached_reasoning_tokens`` for hits) count the reasoning part of the output tokens as
+the providers report it: the output tokens already include them (both OpenAI and Anthropic bill reasoning as
+output), so they are priced once, as output, and shown as their own column, never added twice.
 """
 
 from __future__ import annotations
@@ -40,12 +44,14 @@ class ModelUsage:
     batches: int = 0  # batches submitted
     rounds: int = 0  # stages answered through the batch API (a dry run counts them too)
     batch_bytes: int = 0  # request bytes uploaded in batches
+    reasoning_tokens: int = 0  # the reasoning part of output_tokens (not added to them: included already)
+    cached_reasoning_tokens: int = 0
     errors: Counter[str] = field(default_factory=Counter)
     failure_examples: list[dict[str, Any]] = field(default_factory=list)
 
     COUNTS = ("calls", "cache_hits", "retries", "failures", "input_tokens", "output_tokens", "cached_input_tokens",
               "cached_output_tokens", "batch_calls", "batch_input_tokens", "batch_output_tokens", "batches",
-              "rounds", "batch_bytes")
+              "rounds", "batch_bytes", "reasoning_tokens", "cached_reasoning_tokens")
 
     @property
     def direct_tokens(self) -> tuple[int, int]:
@@ -81,6 +87,7 @@ class Usage:
             m.calls += 1
             m.input_tokens += reply.usage.input_tokens
             m.output_tokens += reply.usage.output_tokens
+            m.reasoning_tokens += reply.usage.reasoning_tokens
             if batch:
                 m.batch_calls += 1
                 m.batch_input_tokens += reply.usage.input_tokens
@@ -104,6 +111,7 @@ class Usage:
             m.cache_hits += 1
             m.cached_input_tokens += reply.usage.input_tokens
             m.cached_output_tokens += reply.usage.output_tokens
+            m.cached_reasoning_tokens += reply.usage.reasoning_tokens
 
     def record_retry(self, label: str, error: BaseException) -> None:
         with self._lock:
@@ -161,6 +169,7 @@ class Usage:
                 "calls": m.calls, "cache_hits": m.cache_hits, "retries": m.retries, "failures": m.failures,
                 "input_tokens": m.input_tokens, "output_tokens": m.output_tokens,
                 "cached_input_tokens": m.cached_input_tokens, "cached_output_tokens": m.cached_output_tokens,
+                "reasoning_tokens": m.reasoning_tokens, "cached_reasoning_tokens": m.cached_reasoning_tokens,
                 "cost_usd": cost, "price": None if price is None else price.as_dict(),
                 "errors": dict(sorted(m.errors.items())),
                 "failure_examples": list(m.failure_examples),
@@ -188,6 +197,7 @@ class Usage:
                 "calls": t.calls, "cache_hits": t.cache_hits, "retries": t.retries, "failures": t.failures,
                 "failure_kinds": dict(sorted(failure_kinds.items())),
                 "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
+                "reasoning_tokens": t.reasoning_tokens,
                 "cost_usd": round(total_cost, 9), "unpriced_models": unpriced,
                 **({"batch": batch_total} if any(batch_total.values()) else {}),
             },
@@ -220,6 +230,8 @@ class Usage:
                 batch_calls=int(b.get("calls") or 0), batch_input_tokens=int(b.get("input_tokens") or 0),
                 batch_output_tokens=int(b.get("output_tokens") or 0), batches=int(b.get("batches") or 0),
                 rounds=int(b.get("rounds") or 0), batch_bytes=int(b.get("bytes_uploaded") or 0),
+                reasoning_tokens=int(r.get("reasoning_tokens") or 0),
+                cached_reasoning_tokens=int(r.get("cached_reasoning_tokens") or 0),
                 errors=Counter(r.get("errors") or {}), failure_examples=list(r.get("failure_examples") or []))
         return out
 
@@ -231,7 +243,8 @@ def _known_sum(values: Iterable[Any]) -> float | None:
 
 
 def _summed_model(m: ModelUsage, parts: list[dict[str, Any]]) -> dict[str, Any]:
-    row: dict[str, Any] = {k: getattr(m, k) for k in ModelUsage.COUNTS[:8]}
+    row: dict[str, Any] = {k: getattr(m, k) for k in (*ModelUsage.COUNTS[:8], "reasoning_tokens",
+                                                       "cached_reasoning_tokens")}
     cost = _known_sum(p.get("cost_usd") for p in parts)
     if cost is not None:
         row["cost_usd"] = cost
@@ -263,7 +276,8 @@ def sum_reports(reports: Iterable[dict[str, Any]]) -> dict[str, Any]:
                              "failures": t.failures,
                              "failure_kinds": dict(sorted((k, v) for k, v in t.errors.items()
                                                           if not k.startswith("retried:"))),
-                             "input_tokens": t.input_tokens, "output_tokens": t.output_tokens}
+                             "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
+                             "reasoning_tokens": t.reasoning_tokens}
     if (cost := _known_sum((r.get("total") or {}).get("cost_usd") for r in reports)) is not None:
         total["cost_usd"] = cost
     batch = {"calls": t.batch_calls, "batches": t.batches, "rounds": t.rounds, "bytes_uploaded": t.batch_bytes}
@@ -300,13 +314,14 @@ def usage_table(d: dict[str, Any]) -> str:
     """The text table of a usage record (:meth:`Usage.as_dict`, as in results.json): one line per
     model, the total when there are several, and the price table's date."""
     head = (f"{'model':<40} {'calls':>7} {'hits':>7} {'retries':>7} {'fail':>5} "
-            f"{'in tok':>10} {'out tok':>9} {'USD':>10}")
+            f"{'in tok':>10} {'out tok':>9} {'reason tok':>10} {'USD':>10}")
     lines = [("LLM usage (DRY RUN: estimates)" if d.get("dry_run") else "LLM usage"), head]
 
     def row(name: str, r: dict[str, Any]) -> str:
         cost = "n/a" if r.get("cost_usd") is None else f"{r['cost_usd']:.6f}"
         return (f"{name[:40]:<40} {r.get('calls', 0):>7} {r.get('cache_hits', 0):>7} {r.get('retries', 0):>7} "
-                f"{r.get('failures', 0):>5} {r.get('input_tokens', 0):>10} {r.get('output_tokens', 0):>9} {cost:>10}")
+                f"{r.get('failures', 0):>5} {r.get('input_tokens', 0):>10} {r.get('output_tokens', 0):>9} "
+                f"{r.get('reasoning_tokens', 0):>10} {cost:>10}")
 
     models = d.get("models") or {}
     for label, r in models.items():
@@ -317,5 +332,7 @@ def usage_table(d: dict[str, Any]) -> str:
         lines.append(row("total", d.get("total") or {}))
     unpriced = (d.get("total") or {}).get("unpriced_models") or []
     date = (d.get("prices") or {}).get("date", "?")
-    lines.append(f"prices as of {date}" + (f"; no price for {', '.join(unpriced)}" if unpriced else ""))
+    lines.append(f"prices as of {date}" + (f"; no price for {', '.join(unpriced)}" if unpriced else "")
+                 + ("; reasoning tokens are part of the output tokens (priced once, as output)"
+                    if any(r.get("reasoning_tokens") for r in models.values()) else ""))
     return "\n".join(lines)

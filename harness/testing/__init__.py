@@ -27,6 +27,7 @@ _EXPORTS = MappingProxyType({
     "TestServer": "harness.testing.llm_server",
     "ScriptedReply": "harness.testing.llm_server",
     "last_user_text": "harness.testing.llm_server",
+    "input_tokens": "harness.testing.llm_server",
     # a test session
     "isolated_environment": "harness.testing.env",
     "shared_data_dir": "harness.testing.env",
@@ -59,7 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from harness.testing.hub_server import HubServer, parquet_bytes  # noqa: F401
     from harness.testing.llama import LlamaServer  # noqa: F401
-    from harness.testing.llm_server import ScriptedReply, TestServer, last_user_text  # noqa: F401
+    from harness.testing.llm_server import ScriptedReply, TestServer, input_tokens, last_user_text  # noqa: F401
     from harness.testing.proxy import CountingProxy  # noqa: F401
     from harness.testing.venv import (  # noqa: F401
         build_wheel,

@@ -74,7 +74,13 @@ class ScriptedReply:
     """Full control over one reply. ``status >= 400`` sends an error with ``error`` as its message;
     ``malformed`` sends a truncated JSON body; ``hang`` sends nothing until the client gives up;
     ``body`` sends exactly these bytes with ``status`` and ``content_type`` (an HTML error page from a
-    proxy, say); ``empty_choices`` sends a well-formed completion with no choices (OpenAI API)."""
+    proxy, say); ``empty_choices`` sends a well-formed completion with no choices (OpenAI API).
+    ``reasoning``: what the model thought before answering, sent apart from the answer (OpenAI protocol:
+    ``message.reasoning_content``, or the field ``reasoning_field`` names; Anthropic: a ``thinking`` block
+    before the text); its tokens (``reasoning_tokens``, default: counted from the text) are part of the
+    output tokens, as the providers count them (OpenAI ``completion_tokens_details.reasoning_tokens``,
+    Anthropic ``output_tokens_details.thinking_tokens``). ``think_in_content``: the reasoning is sent inside
+    the content as ``<think>...</think>`` (a server that runs no reasoning parser)."""
 
     text: str = ""
     logprobs: Sequence[Any] | None = None
@@ -89,6 +95,10 @@ class ScriptedReply:
     body: bytes | None = None
     content_type: str = "application/json"
     empty_choices: bool = False
+    reasoning: str | None = None
+    reasoning_tokens: int | None = None
+    reasoning_field: str = "reasoning_content"
+    think_in_content: bool = False
 
 
 ReplyScript = None | str | Mapping[str, str] | Sequence[Any] | Callable[[dict], Any]
@@ -555,20 +565,38 @@ def _reply_text(api: str, body: dict, script: ScriptedReply) -> tuple[str, list[
     return text, tokens, finish
 
 
+def input_tokens(body: Mapping[str, Any]) -> int:
+    """The input tokens the server counts for a request body: a quarter of the characters of its messages'
+    contents (and Anthropic's ``system``), plus one."""
+    prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages") or [])
+    prompt_chars += len(str(body.get("system", "")))
+    return prompt_chars // 4 + 1
+
+
+def _reasoning_tokens(script: ScriptedReply) -> int:
+    if script.reasoning is None:
+        return 0
+    return len(tokenize(script.reasoning)) if script.reasoning_tokens is None else int(script.reasoning_tokens)
+
+
 def reply_body(api: str, body: dict, script: ScriptedReply) -> dict:
     """The JSON a successful ``/v1/chat/completions`` (``api`` "openai") or ``/v1/messages``
     ("anthropic") reply to ``body`` carries, given its script; the direct routes and batches share it."""
     text, tokens, finish = _reply_text(api, body, script)
-    prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages") or [])
-    prompt_chars += len(str(body.get("system", "")))
-    n_in, n_out = prompt_chars // 4 + 1, len(tokens)
+    n_in, n_reason = input_tokens(body), _reasoning_tokens(script)
+    n_out = len(tokens) + n_reason  # the reasoning is output, as both providers bill it
     model = body.get("model", "test-model")
     if api == "anthropic":
+        thinking = [] if script.reasoning is None else [{"type": "thinking", "thinking": script.reasoning,
+                                                          "signature": "sig-test"}]
+        usage: dict[str, Any] = {"input_tokens": n_in, "output_tokens": n_out}
+        if script.reasoning is not None:
+            usage["output_tokens_details"] = {"thinking_tokens": n_reason}
         return {
             "id": "msg_test", "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": text}] if text or finish != "refusal" else [],
+            "content": thinking + ([{"type": "text", "text": text}] if text or finish != "refusal" else []),
             "stop_reason": _ANTHROPIC_STOP.get(finish, finish), "stop_sequence": None,
-            "usage": {"input_tokens": n_in, "output_tokens": n_out},
+            "usage": usage,
         }
     limit = body.get("max_tokens") or body.get("max_completion_tokens")
     logprobs = None
@@ -578,14 +606,20 @@ def reply_body(api: str, body: dict, script: ScriptedReply) -> dict:
             content = content[: int(limit)]
         logprobs = {"content": content, "refusal": None}
     message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+    if script.reasoning is not None and script.think_in_content:
+        message["content"] = f"<think>{script.reasoning}</think>{text}"
+    elif script.reasoning is not None:
+        message[script.reasoning_field] = script.reasoning
     if finish == "refusal":
         message = {"role": "assistant", "content": None, "refusal": text or "I can't help with that."}
     choices = [] if script.empty_choices else [{"index": 0, "message": message, "logprobs": logprobs,
                                                  "finish_reason": "stop" if finish == "refusal" else finish}]
+    usage = {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out}
+    if script.reasoning is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": n_reason}
     return {
         "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": model,
-        "choices": choices,
-        "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
+        "choices": choices, "usage": usage,
     }
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.results.layout import PER_QUERY, RESULTS, SCHEMA_VERSION, member_folder, run_name
+from harness.results.layout import PER_QUERY, QUERY_LLM, RESULTS, SCHEMA_VERSION, member_folder, run_name
 
 
 def _standard_error(vals: list[float]) -> float | None:
@@ -21,11 +21,13 @@ def _standard_error(vals: list[float]) -> float | None:
 def write_results_folder(folder: str | Path, task: str, per_query: Mapping[str, Mapping[str, float | None]], *,
                          retriever: str = "synthetic", modes: tuple[str, ...] = ("default",),
                          usage: dict[str, Any] | None = None, rankings: int = 5, se: bool = False,
-                         details: Mapping[str, float] | None = None) -> Path:
+                         details: Mapping[str, float] | None = None,
+                         query_llm: Mapping[str, Mapping[str, Any]] | None = None) -> Path:
     """One evaluation's folder (results.json schema 2): results.json (metrics = means of the per-query
     values), per_query.jsonl and a TREC run file per mode (``rankings`` made-up documents per query).
     ``se=True`` adds each metric's standard error over the queries as its uncertainty; ``details``
-    are written as ``metric_details`` (counts that are not metrics)."""
+    are written as ``metric_details`` (counts that are not metrics); ``query_llm``: each query's LLM
+    calls and cost, written as its row's field ``llm``."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     names: list[str] = []
@@ -49,7 +51,8 @@ def write_results_folder(folder: str | Path, task: str, per_query: Mapping[str, 
         files[f"run[{mode}]"] = fname
     with open(out / PER_QUERY, "w", encoding="utf-8") as fh:
         for q, row in per_query.items():
-            fh.write(json.dumps({"query_id": q, **row}) + "\n")
+            llm = {QUERY_LLM: dict(query_llm[q])} if query_llm and q in query_llm else {}
+            fh.write(json.dumps({"query_id": q, **row, **llm}) + "\n")
     files["per_query"] = PER_QUERY
     results = {"schema_version": SCHEMA_VERSION, "harness_version": "synthetic",
                "task": {"name": task, "metrics": names},

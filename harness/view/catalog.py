@@ -383,6 +383,8 @@ def _with_entry(row: dict[str, Any], cache: Any) -> dict[str, Any]:
         out["messages"] = entry["key"].get("messages")
         out["reply"] = entry["reply"]["text"]
         out["model"] = entry["key"].get("model")
+        if out.get("reasoning") is None and isinstance(entry["reply"].get("reasoning"), str):
+            out["reasoning"] = entry["reply"]["reasoning"]  # kept apart from the reply: never the answer
     return out
 
 

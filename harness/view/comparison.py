@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from harness.compare import compute_chart
 from harness.compare.analysis import compare
 from harness.compare.ranks import lower_is_better, rank_intervals
 from harness.compare.runs import System, TaskResult, align
@@ -61,9 +62,11 @@ def compare_payload(c: Catalog, ids: list[str], permutations: int = PERMUTATIONS
                         "ties": sum(1 for x in items if abs(x[3]) <= TIE)})
         deltas[mc.metric] = per
     ranks = {mc.metric: _ranks(systems, task, mc.metric, seed) for mc in res.results}
+    shared = list(dict.fromkeys(mc.metric for mc in res.results))
     return {"ids": ids, "names": names, "task": task, "comparison": res.as_dict(), "deltas": deltas, "ranks": ranks,
             "rank_method": f"rank 1 = best by mean; 95% interval over {BOOTSTRAP} bootstrap resamples of the queries "
-                           f"(paired), seed {seed}; runs sharing a letter have overlapping intervals"}
+                           f"(paired), seed {seed}; runs sharing a letter have overlapping intervals",
+            "compute": compute_chart.for_systems(systems, task, shared)}  # effectiveness against compute
 
 
 def _ranks(systems: list[System], task: str, metric: str, seed: int) -> list[dict[str, Any]]:

@@ -70,6 +70,15 @@ def _object(v: Any) -> Any:
     return v if isinstance(v, dict) else _refuse("an object")
 
 
+def _whole(v: Any) -> Any:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else _refuse("a whole number >= 0")
+
+
+def _amount(v: Any) -> Any:
+    ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+    return v if ok else _refuse("a finite number >= 0")
+
+
 class _Wrong(Exception):
     """A field of the wrong type; :func:`check_row` names the file, line and field."""
 
@@ -89,7 +98,12 @@ SCHEMAS: MappingProxyType[str, dict[str, Field]] = MappingProxyType({
     "judgments": {"mode": (_text, False, False), "query_id": (_id, True, False), "doc_id": (_id, True, False),
                   "score": (_score, False, True), "details": (_object, False, True)},
     "llm_calls": {"query_id": (_id, True, False), "component": (_text, False, True), "key": (_key, False, True),
-                  "cached": (_flag, False, True), "error": (_text, False, True), "cache": (_text, False, True)},
+                  "cached": (_flag, False, True), "error": (_text, False, True), "cache": (_text, False, True),
+                  "reasoning": (_text, False, True), "input_tokens": (_whole, False, True),
+                  "output_tokens": (_whole, False, True), "reasoning_tokens": (_whole, False, True),
+                  "price_usd": (_amount, False, True), "cost_usd": (_amount, False, True),
+                  "seconds": (_amount, False, True), "latency_s": (_amount, False, True),
+                  "batch": (_flag, False, True), "retries": (_whole, False, True)},
 })
 #: file kind -> the fields no two rows may share (None: rows may repeat, e.g. several LLM calls a query)
 UNIQUE: MappingProxyType[str, tuple[str, ...] | None] = MappingProxyType({

@@ -4,6 +4,15 @@ System messages go to the ``system`` parameter; ``max_tokens`` (required by the 
 1024; ``stop`` becomes ``stop_sequences``; sampling fields are sent in the request body; ``seed`` is
 not supported by the API and is not sent. Anthropic returns no logprobs: the client raises
 :class:`LogprobsUnsupported` before calling, or falls back when ``logprobs="optional"``.
+
+Extended thinking (``thinking_budget=N``, N >= 1024): the request carries ``thinking: {"type": "enabled",
+"budget_tokens": N}`` and ``max_tokens`` = N + the answer's cap (``max_tokens`` as set, else 1024: the API
+needs ``max_tokens`` above the budget). With thinking on, the API accepts temperature 1 only and ``top_p``
+from 0.95 to 1, and no ``top_k``: the temperature is 1 (a typed other value, a typed ``top_p`` below 0.95
+or a ``top_k`` is refused before any work). The reply's ``thinking`` blocks are its
+:attr:`Reply.reasoning`; only its ``text`` blocks are the answer. ``output_tokens`` include the thinking
+tokens (Anthropic bills them as output); ``usage.output_tokens_details.thinking_tokens``, where the reply
+has it, says how many.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ import os
 from types import MappingProxyType
 from typing import Any
 
+from harness.concepts.errors import HarnessError
 from harness.llm.providers.anthropic_batch import AnthropicBatches
 from harness.llm.providers.base import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -21,6 +31,7 @@ from harness.llm.providers.base import (
     map_sdk_error,
     resolve_key,
 )
+from harness.llm.providers.reasoning import refuse_unsupported, require_temperature_one, typed
 from harness.runtime.extras import require
 from harness.served.request_errors import MalformedReply
 from harness.served.transport import reply_deadline
@@ -58,9 +69,31 @@ class AnthropicProvider(BaseProvider):
         self.key_source = key_source(env, self._api_key)
 
     def normalize_options(self, options: ChatOptions) -> ChatOptions:
+        """The answer's cap (1024 when none is set); with thinking, temperature 1 (the only one the API
+        takes then), so the cache key holds what is sent."""
         if options.max_tokens is None:
-            return options.merged(max_tokens=self.default_max_tokens)
+            options = options.merged(max_tokens=self.default_max_tokens)
+        if options.thinking_budget is not None and options.temperature != 1.0:
+            options = options.merged(temperature=1.0)
         return options
+
+    def check_settings(self, settings: Any) -> None:
+        """Before any work: no ``reasoning_effort`` (OpenAI's); with thinking, no typed temperature other
+        than 1, no typed ``top_p`` below 0.95, no ``top_k`` (Anthropic's rules with thinking on)."""
+        refuse_unsupported(self.name, settings, ("reasoning_effort",),
+                           "Anthropic's extended thinking takes thinking_budget=N (tokens, >= 1024)")
+        budget = settings.get("thinking_budget")
+        if budget is None or budget.value is None:
+            return
+        why = f"extended thinking (thinking_budget={budget.value})"
+        require_temperature_one(self.name, settings, why)
+        top_p = typed(settings, "top_p")
+        if top_p is not None and not 0.95 <= float(top_p) <= 1:
+            raise HarnessError(f"LLM provider 'anthropic': {why} accepts top_p from 0.95 to 1 only; drop "
+                               f"top_p={top_p}")
+        extra = typed(settings, "extra") or {}
+        if "top_k" in extra:
+            raise HarnessError(f"LLM provider 'anthropic': {why} takes no top_k; drop it from extra")
 
     def _make_client(self) -> Any:
         import anthropic
@@ -73,11 +106,11 @@ class AnthropicProvider(BaseProvider):
     def request_body(self, messages: list[Message], options: ChatOptions) -> dict[str, Any]:
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
         turns = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
-        body: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": options.max_tokens or self.default_max_tokens,
-            "messages": turns,
-        }
+        cap = options.max_tokens or self.default_max_tokens
+        body: dict[str, Any] = {"model": self.model, "max_tokens": cap, "messages": turns}
+        if options.thinking_budget is not None:  # max_tokens must exceed the budget: the answer's cap on top
+            body["thinking"] = {"type": "enabled", "budget_tokens": options.thinking_budget}
+            body["max_tokens"] = options.thinking_budget + cap
         if system:
             body["system"] = system
         if options.stop:
@@ -112,14 +145,25 @@ class AnthropicProvider(BaseProvider):
             if blocks is None:
                 raise self.error(MalformedReply, "reply has no content")
             text = "".join(b.text for b in blocks if getattr(b, "type", None) == "text")
+            thoughts = [b.thinking if b.type == "thinking" else "[redacted thinking]" for b in blocks
+                        if getattr(b, "type", None) in ("thinking", "redacted_thinking")]
             finish = STOP_REASONS.get(resp.stop_reason, resp.stop_reason)
-            usage = getattr(resp, "usage", None)
-            counts = TokenCounts(int(getattr(usage, "input_tokens", 0) or 0),
-                                 int(getattr(usage, "output_tokens", 0) or 0))
+            counts = _counts(getattr(resp, "usage", None))
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
             raise self.error(MalformedReply, f"unexpected reply shape ({type(exc).__name__}: {exc})") from exc
-        return Reply(text, finish, None, counts, str(resp.model or self.model), self.name)
+        reasoning = "\n\n".join(str(t) for t in thoughts) if thoughts else None
+        return Reply(text, finish, None, counts, str(resp.model or self.model), self.name, reasoning=reasoning)
 
     def batch_api(self) -> Any:
         """Message Batches (:class:`harness.llm.providers.anthropic_batch.AnthropicBatches`)."""
         return AnthropicBatches(self)
+
+
+def _counts(usage: Any) -> TokenCounts:
+    """Input and output tokens; the thinking tokens (part of the output) from
+    ``output_tokens_details.thinking_tokens`` where the reply has it."""
+    details = getattr(usage, "output_tokens_details", None)
+    thinking = details.get("thinking_tokens") if isinstance(details, dict) else getattr(details, "thinking_tokens",
+                                                                                          None)
+    return TokenCounts(int(getattr(usage, "input_tokens", 0) or 0), int(getattr(usage, "output_tokens", 0) or 0),
+                       int(thinking or 0))

@@ -167,12 +167,13 @@ class ChatTemplate:
         weakref.finalize(self, _stop_all, self._all, self._lock)  # also at exit
 
     def render(self, messages: list[dict[str, Any]], *, bos_token: str, eos_token: str,
-               budget: float | None) -> str:
-        """The prompt for ``messages``, within ``budget`` seconds (None: :data:`RENDER_LIMIT_S`)."""
+               budget: float | None, variables: dict[str, bool] | None = None) -> str:
+        """The prompt for ``messages``, within ``budget`` seconds (None: :data:`RENDER_LIMIT_S`);
+        ``variables``: the template's switches (``enable_thinking``)."""
         limit = RENDER_LIMIT_S if budget is None else max(0.0, float(budget))
         worker = self._take()
         request = {"messages": messages, "bos_token": bos_token, "eos_token": eos_token,
-                   "max_chars": self.max_chars, "seconds": limit}
+                   "max_chars": self.max_chars, "seconds": limit, "variables": dict(variables or {})}
         try:
             reply = worker.ask(request, limit, self.max_chars * 12 + 4096)
         except _Timeout:
@@ -186,6 +187,11 @@ class ChatTemplate:
         if "prompt" in reply and isinstance(reply["prompt"], str):
             return reply["prompt"]
         raise self.error(_describe(reply))
+
+    @property
+    def thinking_switch(self) -> bool:
+        """The template reads ``enable_thinking`` (Qwen3's switch between thinking and answering at once)."""
+        return "enable_thinking" in self.template
 
     def check(self) -> None:
         """Compile the template in a worker now (outside any budget): a syntax error, or a compile

@@ -15,6 +15,12 @@ with top alternatives come in the shape the OpenAI API gives, computed from each
 logits (no ``logits_all``, whose buffer grows with the prompt). The cache key names the GGUF by its
 sha256 and the template (``base_url`` is ``gguf:sha256:<digest>?chat_format=...``); usage counts
 tokens at cost 0. A call over its time budget is stopped (the generation ends) and raised as :class:`LLMTimeout`.
+
+Reasoning: ``reasoning_effort`` sets the thinking switch of a GGUF whose own chat template has one
+(``enable_thinking``, as Qwen3's: ``none`` turns thinking off, any other effort on); the ``<think>`` part of
+the reply is its :attr:`Reply.reasoning`, the rest the answer. Any other model (the packaged Gemma, a
+built-in ``chat_format``) and ``thinking_budget`` are refused before any work: llama.cpp in process has no
+thinking budget.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +40,7 @@ from harness.concepts.errors import HarnessError
 from harness.formats.files import sha256_file
 from harness.llm.providers.chat_template import ChatTemplate, gguf_templates, max_prompt_chars
 from harness.llm.providers.completion import is_raw, local_complete, raw_prompt, sent_extra
+from harness.llm.providers.reasoning import refuse_unsupported, split_think, value
 from harness.runtime.cachedir import default_cache_dir
 from harness.runtime.extras import require
 from harness.runtime.numbers import MAX_SECONDS, finite_number, whole_number
@@ -195,6 +203,28 @@ class LocalProvider:
     def normalize_options(self, options: ChatOptions) -> ChatOptions:
         return options
 
+    def check_settings(self, settings: Any) -> None:
+        """Before any work: no ``thinking_budget``; ``reasoning_effort`` only for a GGUF whose own chat
+        template has a thinking switch (``enable_thinking``)."""
+        refuse_unsupported(self.name, settings, ("thinking_budget",),
+                           "llama.cpp in process has no thinking budget (serve the model with llama-server and "
+                           "use llamacpp:MODEL, or reasoning_effort=none|low|... for a model whose template has "
+                           "a thinking switch)")
+        effort = value(settings, "reasoning_effort")
+        if effort is None or self.thinking_switch():
+            return
+        which = ("the packaged Gemma 3 270M" if self.path is None else
+                 f"chat_format={self.chat_format}" if self.chat_format else f"the chat template of {self.path}")
+        raise HarnessError(f"local: reasoning_effort={effort}: {which} has no thinking switch (a template that "
+                           "reads enable_thinking, as Qwen3's); drop reasoning_effort for this model")
+
+    def thinking_switch(self) -> bool:
+        """The GGUF's own chat template (used: no ``chat_format`` given) reads ``enable_thinking``."""
+        if self.path is None or self.chat_format:
+            return False
+        template = self._checked_templates(self.path).get("tokenizer.chat_template")
+        return template is not None and template.thinking_switch
+
     def load(self) -> Any:
         """One model instance (the packaged GGUF assembled first), loaded now."""
         import llama_cpp
@@ -289,7 +319,7 @@ class LocalProvider:
         with self.instance() as llm:  # one call per instance at a time
             start = time.monotonic()
             msgs = self.prompt_messages(messages)
-            handler = self._rendered(llm, msgs, budget)
+            handler = self._rendered(llm, msgs, budget, _switches(options))
             if budget is not None:  # the render spent part of the call's budget
                 budget = max(0.0, budget - (time.monotonic() - start))
             recorder = _Recorder(options.top_logprobs or 1) if options.logprobs else None
@@ -313,21 +343,29 @@ class LocalProvider:
                 llm.chat_handler = None
             if deadline.passed:
                 raise self.error(LLMTimeout, f"no reply within {budget:g} s (generation stopped)")
-            return self._reply(llm, out, recorder)
+            reply = self._reply(llm, out, recorder)
+        if options.reasoning_effort not in (None, "none"):  # thinking on: the <think> part is not the answer
+            text, reasoning = split_think(reply.text)
+            reply = replace(reply, text=text, reasoning=reasoning)
+        return reply
 
-    def _rendered(self, llm: Any, messages: list[dict[str, Any]], budget: float | None) -> Any:
+    def _rendered(self, llm: Any, messages: list[dict[str, Any]], budget: float | None,
+                  variables: dict[str, bool] | None = None) -> Any:
         """A chat handler giving llama-cpp-python the prompt the harness rendered from the GGUF's
         template within ``budget`` (what llama-cpp-python's own ``Jinja2ChatFormatter`` returns, the
         prompt aside), or None when no GGUF template is used. Raises :class:`TemplateError`."""
         template = self._template
         if template is None:
+            if variables:
+                raise HarnessError(f"local: reasoning_effort: llama-cpp-python renders {self.path} with its built-in "
+                                   f"{llm.chat_format} format, which has no thinking switch")
             return None
         from llama_cpp import llama_chat_format as lcf
 
         eos_id, bos_id = llm.token_eos(), llm.token_bos()
         eos = llm._model.token_get_text(eos_id) if eos_id != -1 else ""
         bos = llm._model.token_get_text(bos_id) if bos_id != -1 else ""
-        prompt = template.render(messages, bos_token=bos, eos_token=eos, budget=budget)
+        prompt = template.render(messages, bos_token=bos, eos_token=eos, budget=budget, variables=variables)
 
         def stop_on_eos(tokens: Any, logits: Any) -> bool:
             return tokens[-1] in {eos_id}
@@ -381,6 +419,13 @@ class LocalProvider:
 
     def error(self, cls: type[Any], message: str, **kw: Any) -> Any:
         return cls(message, provider=self.name, model=self.model, **kw)
+
+
+def _switches(options: ChatOptions) -> dict[str, bool] | None:
+    """The template's thinking switch for ``reasoning_effort`` (None: the template's own default)."""
+    if options.reasoning_effort is None:
+        return None
+    return {"enable_thinking": options.reasoning_effort != "none"}
 
 
 def _is_template_error(exc: BaseException) -> bool:

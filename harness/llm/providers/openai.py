@@ -23,6 +23,7 @@ from harness.llm.providers.completion import body_extra, is_raw, isolated, opena
 from harness.llm.providers.openai_batch import EmbeddingBatches, OpenAIBatches
 from harness.llm.providers.probe import get_json as _get_json
 from harness.llm.providers.probe import probe_server
+from harness.llm.providers.reasoning import refuse_unsupported, require_temperature_one, split_think, value
 from harness.runtime.extras import require
 from harness.served.request_errors import MalformedReply
 from harness.served.transport import BadReply, ReplyTooLarge, collect, reply_deadline, reply_json, response_type
@@ -34,7 +35,13 @@ OPENAI_URL = "https://api.openai.com/v1"
 class OpenAIProvider(BaseProvider):
     """``OPENAI_API_KEY`` (or ``api_key_env``) and ``OPENAI_BASE_URL`` are honoured. A loopback
     ``base_url`` needs no key. On api.openai.com ``max_tokens`` is sent as ``max_completion_tokens``
-    (required by reasoning models); other servers get ``max_tokens``."""
+    (required by reasoning models); other servers get ``max_tokens``. ``reasoning_effort`` is sent as
+    ``reasoning_effort`` (as is, to OpenAI-compatible servers too: vLLM, SGLang); on api.openai.com a
+    reasoning model takes only temperature 1, so with an effort other than ``none`` the temperature is 1
+    (a typed other value is refused). The reply's ``message.reasoning_content`` (vLLM, DeepSeek) or
+    ``message.reasoning`` is its :attr:`Reply.reasoning`; a content that opens with ``<think>`` (a server
+    that runs no reasoning parser) is split there; ``usage.completion_tokens_details.reasoning_tokens``
+    counts the reasoning tokens."""
 
     name = "openai"
     supports_logprobs = True
@@ -67,13 +74,36 @@ class OpenAIProvider(BaseProvider):
         import openai
 
         self._sdk = openai
+        self._completion_type()  # the reply's type imported now, not inside the first (timed) call
         return openai.OpenAI(
             api_key=self._api_key, **self.sdk_connection(openai), max_retries=0, timeout=self.sdk_timeout(openai),
             organization=self.organization, project=self.project,
         )
 
+    def _effort_on(self, options: ChatOptions) -> bool:
+        return self.official and options.reasoning_effort not in (None, "none")
+
+    def normalize_options(self, options: ChatOptions) -> ChatOptions:
+        """On api.openai.com, a reasoning effort (other than ``none``) means temperature 1, the only one
+        reasoning models accept (so the cache key holds what is sent)."""
+        if self._effort_on(options) and options.temperature != 1.0:
+            return options.merged(temperature=1.0)
+        return options
+
+    def check_settings(self, settings: Any) -> None:
+        """Before any work: no ``thinking_budget`` (Anthropic's); on api.openai.com no typed temperature
+        other than 1 with a reasoning effort."""
+        refuse_unsupported(self.name, settings, ("thinking_budget",),
+                           "OpenAI's reasoning models take reasoning_effort=minimal|low|medium|high (pass a "
+                           "server's own budget field with extra={...})")
+        effort = value(settings, "reasoning_effort")
+        if self.official and effort not in (None, "none"):
+            require_temperature_one(self.name, settings, f"a reasoning model with reasoning_effort={effort}")
+
     def request_body(self, messages: list[Message], options: ChatOptions) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": options.temperature}
+        if options.reasoning_effort is not None:
+            body["reasoning_effort"] = options.reasoning_effort
         if options.top_p is not None:
             body["top_p"] = options.top_p
         if options.max_tokens is not None:
@@ -190,6 +220,9 @@ class OpenAIProvider(BaseProvider):
         text = msg.content or ""
         if not isinstance(text, str):
             raise self.error(MalformedReply, f"message content is {type(text).__name__}, not text")
+        reasoning = _reasoning_field(msg)
+        if reasoning is None and not self.official:  # <think> in the content: no reasoning parser ran
+            text, reasoning = split_think(text)
         finish = choice.finish_reason
         if getattr(msg, "refusal", None) and not text:
             finish = "refusal"
@@ -207,12 +240,34 @@ class OpenAIProvider(BaseProvider):
                                  tuple(TopLogprob(a.token, float(a.logprob)) for a in (t.top_logprobs or ())))
                     for t in content
                 ]
-        usage = getattr(resp, "usage", None)
-        counts = TokenCounts(
-            int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
-        )
         model = str(resp.model or self.model)
-        return Reply(text, finish, logprobs, counts, model, self.name, fallback=fallback)
+        return Reply(text, finish, logprobs, _counts(getattr(resp, "usage", None)), model, self.name,
+                     fallback=fallback, reasoning=reasoning)
+
+
+def _counts(usage: Any) -> TokenCounts:
+    """Prompt, completion and reasoning tokens (``completion_tokens_details.reasoning_tokens``, part of the
+    completion tokens) of a reply's ``usage``."""
+    details = getattr(usage, "completion_tokens_details", None)
+    if isinstance(details, dict):
+        reasoning = details.get("reasoning_tokens")
+    else:
+        reasoning = getattr(details, "reasoning_tokens", None)
+    return TokenCounts(int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0),
+                       int(reasoning or 0))
+
+
+def _reasoning_field(msg: Any) -> str | None:
+    """The reasoning a server returned beside the content: ``reasoning_content`` (vLLM, DeepSeek, llama.cpp's
+    ``--reasoning-format deepseek``) or ``reasoning`` (vLLM's newer name, OpenRouter); None when neither is
+    text. The SDK keeps fields it does not model as extra attributes."""
+    for name in ("reasoning_content", "reasoning"):
+        found = getattr(msg, name, None)
+        if found is None:
+            found = (getattr(msg, "model_extra", None) or {}).get(name)
+        if isinstance(found, str):
+            return found
+    return None
 
 
 class OpenAICompatibleProvider(OpenAIProvider):

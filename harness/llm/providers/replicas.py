@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,6 +89,10 @@ class ReplicaSet:
 
     def normalize_options(self, options: ChatOptions) -> ChatOptions:
         return self.replicas[0].provider.normalize_options(options)
+
+    def check_settings(self, settings: Mapping[str, Any]) -> None:
+        """The members' rule for the reasoning settings (every member is the same kind of server)."""
+        self.replicas[0].provider.check_settings(settings)
 
     def batch_api(self) -> None:
         """None: OpenAI-compatible servers offer no Batch API."""

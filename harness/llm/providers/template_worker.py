@@ -6,7 +6,8 @@ its address space at ``memory`` bytes, compiles the template in jinja2's immutab
 llama-cpp-python's ``Jinja2ChatFormatter`` does (refusing a constant folded at compile time that
 is longer than ``max_chars`` or runs out of memory: :class:`_Folds`), and answers ``{"ready": true}``
 or an error. Each
-next line is one request ``{"messages", "bos_token", "eos_token", "max_chars", "seconds"}``, answered
+next line is one request ``{"messages", "bos_token", "eos_token", "max_chars", "seconds"}`` (and
+``"variables"``: the template's switches, of :data:`SWITCHES`, e.g. ``enable_thinking``), answered
 by one line ``{"prompt": ...}`` or ``{"error": KIND, "message": ...}``. Before each render the
 process sets its CPU-time limit to what it has used plus ``seconds`` (plus one), so a runaway
 template ends even if the harness is gone; the harness also kills it at the call's deadline. The
@@ -20,6 +21,9 @@ import math
 import sys
 from datetime import datetime
 from typing import Any
+
+#: the template variables a request may set (a model's thinking switch, as Qwen3's template reads it)
+SWITCHES = ("enable_thinking",)
 
 
 class _Oversize(Exception):
@@ -87,10 +91,11 @@ def _render(template: Any, request: dict[str, Any]) -> str:
     cap = int(request["max_chars"])
     chunks: list[str] = []
     size = 0
+    switches = {k: bool(v) for k, v in (request.get("variables") or {}).items() if k in SWITCHES}
     for chunk in template.generate(messages=request["messages"], eos_token=request["eos_token"],
                                    bos_token=request["bos_token"], raise_exception=_raise_exception,
                                    add_generation_prompt=True, functions=None, function_call=None, tools=None,
-                                   tool_choice=None, strftime_now=_strftime_now):
+                                   tool_choice=None, strftime_now=_strftime_now, **switches):
         size += len(chunk)
         if size > cap:
             raise _Oversize(f"the prompt it renders passes {cap:,} characters")

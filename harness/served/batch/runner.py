@@ -377,7 +377,7 @@ class BatchRunner:
         for key, outcome in results.items():
             if isinstance(outcome, Reply):
                 fallback = todo[key].fallback if key in todo else None
-                outcome = results[key] = replace(outcome, fallback=outcome.fallback or fallback)
+                outcome = results[key] = replace(outcome, fallback=outcome.fallback or fallback, batch=True)
                 self.usage.record_call(self.label, outcome, batch=True)
                 if outcome.cacheable:
                     self.cache.set(key, payloads[key], outcome)

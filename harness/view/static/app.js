@@ -430,6 +430,14 @@
     return t;
   }
 
+  function callCost(c) {
+    if (typeof c.output_tokens !== 'number' || c.cached) return '';
+    return ' · ' + c.input_tokens + ' in / ' + c.output_tokens + ' out' +
+      (c.reasoning_tokens ? ' (' + c.reasoning_tokens + ' reasoning)' : '') +
+      (typeof c.cost_usd === 'number' ? ' · $' + c.cost_usd.toFixed(6) : '') +
+      (typeof c.seconds === 'number' ? ' · ' + c.seconds.toFixed(2) + ' s' : '');
+  }
+
   function llmCalls(q) {
     var out = [h('h2', null, 'LLM calls')];
     if (q.llm_note) out.push(h('p', { class: 'note' }, q.llm_note));
@@ -437,7 +445,7 @@
     if (!calls.length && !q.llm_note) out.push(h('p', { class: 'note' }, 'no LLM call for this query'));
     calls.forEach(function (c, i) {
       var head = 'call ' + (i + 1) + (c.component ? ' · ' + c.component : '') + ' · ' + (c.cached ? 'cache hit' : 'sent') +
-        (c.parse ? ' · parse: ' + c.parse : '') + (c.error ? ' · FAILED' : '');
+        (c.parse ? ' · parse: ' + c.parse : '') + (c.error ? ' · FAILED' : '') + callCost(c);
       var d = h('details', { class: 'call', dataset: { index: i } }, h('summary', null, head));
       if (c.error) d.appendChild(h('pre', { class: 'error call-error' }, String(c.error)));
       if (c.missing) d.appendChild(h('p', { class: 'note' }, c.missing));
@@ -445,6 +453,10 @@
         d.appendChild(h('div', { class: 'message' }, h('span', { class: 'role' }, String(m.role)),
           h('pre', { class: 'prompt' }, typeof m.content === 'string' ? m.content : JSON.stringify(m.content))));
       });
+      if (typeof c.reasoning === 'string') {
+        d.appendChild(h('div', { class: 'reasoning-block' }, h('span', { class: 'role' }, 'reasoning (not the answer; never parsed)'),
+          h('pre', { class: 'reasoning' }, c.reasoning)));
+      }
       if (c.reply !== undefined) d.appendChild(h('div', null, h('span', { class: 'role' }, 'reply'), h('pre', { class: 'reply' }, String(c.reply))));
       out.push(d);
     });
@@ -533,6 +545,48 @@
     return [h('h2', null, 'Ranks'), rankChart(rows), t, h('p', { class: 'note' }, String(p.rank_method || ''))];
   }
 
+  function computeChart(c) {
+    var chart = svg('svg', { class: 'compute-chart', width: c.width, height: c.height, viewBox: '0 0 ' + c.width + ' ' + c.height,
+      role: 'img', dataset: { axis: c.key, frontier: c.frontier.join(',') } });
+    c.y_ticks.forEach(function (t) {
+      chart.appendChild(svg('line', { x1: c.left, x2: c.right, y1: t.y, y2: t.y, stroke: '#eee' }));
+      var tx = svg('text', { x: c.left - 4, y: t.y + 4, 'text-anchor': 'end' }); tx.textContent = t.text; chart.appendChild(tx);
+    });
+    c.x_ticks.forEach(function (t) {
+      var tx = svg('text', { x: t.x, y: c.bottom + 16, 'text-anchor': 'middle' }); tx.textContent = t.text; chart.appendChild(tx);
+    });
+    chart.appendChild(svg('line', { x1: c.left, x2: c.right, y1: c.bottom, y2: c.bottom, stroke: '#555' }));
+    var axis = svg('text', { x: (c.left + c.right) / 2, y: c.height - 4, 'text-anchor': 'middle' });
+    axis.textContent = c.label; chart.appendChild(axis);
+    if (c.path) chart.appendChild(svg('path', { class: 'frontier', d: c.path }));
+    c.dots.forEach(function (d) {
+      var dot = svg('circle', { class: 'point' + (d.frontier ? ' frontier' : ''), cx: d.x, cy: d.y, r: d.frontier ? 6 : 4,
+        fill: d.color, dataset: { system: d.system, frontier: d.frontier ? 'yes' : 'no' } });
+      var title = svg('title', {}); title.textContent = d.system + ': ' + num(d.value) + ' at ' + d.shown + (d.frontier ? ' (frontier)' : '');
+      dot.appendChild(title); chart.appendChild(dot);
+      var label = svg('text', { class: 'point-label', x: d.lx, y: d.ly, 'text-anchor': d.anchor }); label.textContent = d.system;
+      chart.appendChild(label);
+    });
+    return h('figure', { class: 'compute-figure' }, h('figcaption', null, c.metric + ' against ' + c.label), chart,
+      c.left_out.length ? h('p', { class: 'note' }, 'not drawn (no ' + c.label + ' recorded): ' + c.left_out.join(', ')) : null);
+  }
+
+  function computeSection(ids, cs) {
+    if (!cs) return null;
+    var out = [h('h2', null, 'Effectiveness against compute (' + cs.metric + ')'),
+      h('p', { class: 'note' }, 'one point per run; circled points (dashed line): the Pareto frontier. Compute: what the run\'s replies took to make, sent or read from the cache.'),
+      h('div', { class: 'charts' }, cs.charts.map(computeChart))];
+    cs.deltas.forEach(function (d) {
+      var per = { queries: d.queries.map(function (x) { return [x.query_id, x.base, x.value, x.delta]; }) };
+      var bars = deltaChart(ids, per);
+      bars.setAttribute('class', 'compute-deltas');  // not the comparison's own chart (svg.deltas)
+      bars.dataset.system = d.system;
+      out.push(h('h3', null, d.system + ' − ' + d.against + ' (the cheapest, by ' + cs.cheapest_by + '), per query'),
+        h('p', { class: 'wtl-line compute-wtl' }, 'helped ' + d.wins + ' · ties ' + d.ties + ' · hurt ' + d.losses), bars);
+    });
+    return h('section', { id: 'compute', dataset: { metric: cs.metric } }, out);
+  }
+
   function comparePage(ids) {
     return load('compare/' + ids.join('/')).then(function (p) {
       if (p.error) throw new Error(p.error);
@@ -573,7 +627,8 @@
         });
       }
       draw();
-      show(h('h1', null, 'Compare: ' + p.task), h('div', { class: 'controls' }, h('label', null, 'metric ', select)), body);
+      show(h('h1', null, 'Compare: ' + p.task), h('div', { class: 'controls' }, h('label', null, 'metric ', select)), body,
+        computeSection(ids, p.compute));
     });
   }
 
