@@ -23,6 +23,7 @@ from harness.concepts.component_context import ComponentContext
 from harness.concepts.errors import HarnessError
 from harness.concepts.task import Task
 from harness.data.folder import DataFolder
+from harness.llm.client import Client
 from harness.llm.session import LLMSession
 from harness.plugins.host import PluginHost
 from harness.runtime.cachedir import default_cache_dir
@@ -114,3 +115,14 @@ class Context:
     def __repr__(self) -> str:
         return (f"Context(data={str(self.data.path)!r}, cache_dir={str(self.cache_dir)!r}, "
                 f"llm={self.llm.settings.llm!r}, dry_run={self.llm.settings.dry_run}, progress={self.progress.mode!r})")
+
+
+def get_client(spec: str | None = None, *, settings: LLMSettings | None = None, registry: Registry | None = None,
+               **kwargs: Any) -> Client:
+    """A client for code outside an evaluation (a notebook, a script, a plugin's tests; components get theirs
+    from ``context.llm.client(...)``): the LLM session of a context made from the environment (the one
+    fallback: :meth:`Context.create`, its plugins' providers included), with ``settings`` as its LLM settings
+    when given (else the environment's) and ``registry`` as its registry when given.
+    ``get_client("openai:gpt-4o-mini", cache_dir=tmp, temperature=0)``; ``kwargs`` are
+    :meth:`~harness.llm.LLMSession.client`'s."""
+    return Context.create(registry=registry, llm=settings).llm.client(spec, **kwargs)

@@ -20,7 +20,7 @@ PLUGINS = ("harness_nv_embed", "harness_rankgpt", "harness_infosearch", "harness
            "harness_qlm", "harness_followir", "harness_bright", "harness_instructir", "plugins")
 #: a public module's lazy export that names a module of a higher layer: a name documented in a public
 #: module before it moved up to live with its kind (docs/api.md keeps every documented place)
-MOVED_EXPORTS = frozenset({("harness.retrievers.dense", "DenseReranker")})
+MOVED_EXPORTS = frozenset({("harness.retrievers.dense", "DenseReranker"), ("harness.llm", "get_client")})
 #: the test-helper room and rendered scaffold text are not rooms of the stack
 NOT_ROOMS = ("templates",)
 

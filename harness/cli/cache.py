@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from harness.cli.options import CACHE_DIR_OPTION, check_spec
+from harness.cli.options import CACHE_DIR_OPTION, check_spec, make_context
 
 
 def _size(n: float) -> str:
@@ -89,5 +89,6 @@ def cache_explain(cache_dir: str | None, spec: str, request: str) -> None:
     if not isinstance(data, dict) or "messages" not in data:
         raise click.BadParameter("expected a JSON object with 'messages'", param_hint="REQUEST")
     options = {k: v for k, v in data.items() if k != "messages"}
-    result = explain_cache_miss(spec, data["messages"], options, cache_dir)
+    registry = make_context(cache_dir=cache_dir, check_data=False).registry  # a plugin's provider too
+    result = explain_cache_miss(spec, data["messages"], options, cache_dir, registry)
     click.echo(json.dumps(result, indent=2, ensure_ascii=False))

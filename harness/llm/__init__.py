@@ -23,7 +23,7 @@ from harness.runtime.exports import lazy_exports
 _EXPORTS = MappingProxyType({
     # sessions and clients
     "LLMSession": "harness.llm.session",
-    "get_client": "harness.llm.session",
+    "get_client": "harness.context",  # documented here; a context from the environment
     "Client": "harness.llm.client",
     "LLMSettings": "harness.served.settings",
     "DEFAULT_MAX_CONCURRENCY": "harness.served.settings",
@@ -120,7 +120,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from harness.llm.client import Client  # noqa: F401
     from harness.llm.pointwise import Item, PointwiseScorer, Scored, order_by_scores  # noqa: F401
     from harness.llm.providers.base import BaseProvider, Provider, error_for_status, map_sdk_error, resolve_key  # noqa: F401
-    from harness.llm.session import LLMSession, get_client  # noqa: F401
+    from harness.llm.session import LLMSession  # noqa: F401
     from harness.llm.spec import LLMSpec, parse_llm_spec  # noqa: F401
     from harness.served.batch.journal import BatchRecord  # noqa: F401
     from harness.served.batch.protocol import (  # noqa: F401

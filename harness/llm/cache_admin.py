@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.llm.session import get_client
+from harness.components.registry import Registry
+from harness.llm.session import LLMSession
 from harness.runtime.cachedir import default_cache_dir
 from harness.served.batch.journal import FILENAME, LIVE, BatchJournal
 from harness.served.reply_cache import LLMCache, llm_cache_dir
@@ -96,9 +97,10 @@ def clear_cache(cache_dir: Root = None, model: str | None = None) -> ClearedCach
 
 
 def explain_cache_miss(spec: str, messages: Any, options: Mapping[str, Any] | None = None,
-                       cache_dir: Root = None) -> dict[str, Any]:
+                       cache_dir: Root = None, registry: Registry | None = None) -> dict[str, Any]:
     """Why the request ``messages`` with chat ``options``, sent to ``spec``, misses the cache: the
-    fields that differ from the nearest cached entry (nothing is sent)."""
+    fields that differ from the nearest cached entry (nothing is sent). ``registry``: where the spec's
+    provider is found (a command's context's; None: the built-in providers)."""
     root = cache_dir if cache_dir is not None else default_cache_dir()
-    client = get_client(spec, cache_dir=root, dry_run=True)
+    client = LLMSession(registry=registry).client(spec, cache_dir=root, dry_run=True)
     return client.explain_miss(messages, **dict(options or {}))

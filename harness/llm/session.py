@@ -6,8 +6,8 @@ the same arguments are shared, clients of one endpoint share its concurrency bou
 and circuit breaker, and :meth:`LLMSession.usage` merges what they all did. Nothing here is
 process-wide: two sessions (two evaluations) never see each other's clients or counters.
 
-:func:`get_client` is the shortcut for code outside an evaluation (a notebook, a test): a client in
-a session of its own.
+Code outside an evaluation (a notebook, a test) gets a client with :func:`harness.llm.get_client`: the
+session of a context made from the environment (:func:`harness.context.get_client`).
 """
 
 from __future__ import annotations
@@ -376,10 +376,3 @@ def endpoint_identity(provider: Any) -> dict[str, Any]:
     return {"endpoint": f"{provider.name}:{provider.model}@{url or ''}", "provider": provider.name,
             "model": provider.model, "base_url": url}
 
-
-def get_client(spec: str | LLMSpec | None = None, *, settings: LLMSettings | None = None,
-               registry: Registry | None = None, **kwargs: Any) -> Client:
-    """A client in a session of its own, for code outside an evaluation (components get theirs from
-    ``context.llm.client(...)``): ``get_client("openai:gpt-4o-mini", cache_dir=tmp, temperature=0)``.
-    ``kwargs`` are :meth:`LLMSession.client`'s."""
-    return LLMSession(settings, registry).client(spec, **kwargs)

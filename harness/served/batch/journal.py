@@ -236,6 +236,27 @@ def _guarded(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+#: seconds a connection waits for another's lock (SQLite's busy timeout), and for the switch to WAL
+CONNECT_TIMEOUT = 60.0
+
+
+def write_ahead_log(db: sqlite3.Connection, wait: float = CONNECT_TIMEOUT,
+                    sleep: Callable[[float], None] = time.sleep) -> None:
+    """Put the journal in WAL mode (kept in the file: set once, by its first connection). Switching needs the
+    database to itself, and SQLite answers a switch that meets another connection's switch or lock with
+    "database is locked" at once (its busy handler does not wait there, to avoid a deadlock), which happened
+    when a suite's members opened the journal together; so the switch is tried again, every 50 ms, for up to
+    ``wait`` seconds, then the error is raised."""
+    deadline = time.monotonic() + wait
+    while db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            sleep(0.05)
+
+
 class BatchJournal:
     """See the module docstring. ``path``: the SQLite file (created with its folder); ``lease``:
     seconds an intent stays its owner's (None: ``HARNESS_BATCH_LEASE`` or :data:`DEFAULT_LEASE`)."""
@@ -275,9 +296,9 @@ class BatchJournal:
         return db
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        db = sqlite3.connect(self.path, timeout=CONNECT_TIMEOUT, isolation_level=None)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            write_ahead_log(db)
             db.execute("PRAGMA synchronous=FULL")  # a committed row survives a power cut
         except BaseException:
             db.close()
