@@ -11,12 +11,12 @@ import sys
 
 import pytest
 
-from harness.compare.compute_chart import pareto
-from tests.test_compute import answer_by_effort, eval_args
-from tests.test_view_browser import _go, _page, _require_browser
-from tests.view_fixtures import SCRIPT, serving
+pytest.importorskip("openai", reason="needs openai: pip install 'harness-ir[openai]'")  # before test_compute's names
 
-pytest.importorskip("openai", reason="needs openai: pip install 'harness-ir[openai]'")
+from harness.compare.compute_chart import pareto  # noqa: E402
+from tests.test_compute import answer_by_effort, eval_args  # noqa: E402
+from tests.test_view_browser import _go, _page, _require_browser  # noqa: E402
+from tests.view_fixtures import SCRIPT, serving  # noqa: E402
 
 
 def _cli(*args: str) -> None:

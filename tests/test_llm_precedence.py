@@ -46,6 +46,7 @@ COVERED: dict[str, tuple[str, str, int]] = {
     "birco-subtask": ("reranker", "harness-birco", 1024),
     "instfol": ("judge", "harness-ifir", 64),
     "true-false": ("reranker", "harness-ir", 1),
+    "umbrela": ("judge", "harness-ir", 100),  # the release's max_tokens (castorini/umbrela gpt_judge.py)
 }
 #: components whose requests the chat server cannot answer (raw completions): checked on the options in
 #: effect for each request (the cache key's, which is what the provider sends)
