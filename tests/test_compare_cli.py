@@ -5,29 +5,14 @@ from __future__ import annotations
 
 import json
 
-import click
 import pytest
-from click.testing import CliRunner
 
-from harness.cli import _Group
-from harness.cli.compare import compare_cmd, report_cmd
 from harness.compare import align, compare, load_system, load_systems
 from harness.compare.format import render_result
 from harness.concepts.errors import HarnessError
 from harness.testing.synthetic import write_results_folder, write_suite_folder
 
-
-@click.group(cls=_Group)  # the main CLI's group: HarnessError -> one line, exit status 2
-def _cli() -> None:
-    pass
-
-
-_cli.add_command(compare_cmd)
-_cli.add_command(report_cmd)
-
-
-def _invoke(*args: str):
-    return CliRunner().invoke(_cli, list(args), catch_exceptions=False)
+from .compare_cli import invoke as _invoke
 
 
 @pytest.fixture(scope="module")

@@ -9,34 +9,19 @@ import json
 import re
 from pathlib import Path
 
-import click
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from scipy import stats as sps
 
-from harness.cli import _Group
-from harness.cli.compare import compare_cmd, report_cmd
 from harness.compare import compare, load_systems, rank_intervals, tost
 from harness.compare.format import render_result
 from harness.testing.synthetic import write_results_folder, write_suite_folder
 
+from .compare_cli import invoke as _invoke
+
 TASKS = ("t1", "t2")
 METRICS = ("m1", "m2")
 SYSTEMS = ("base", "small", "big")
-
-
-@click.group(cls=_Group)  # the main CLI's group: HarnessError -> one line, exit status 2
-def _cli() -> None:
-    pass
-
-
-_cli.add_command(compare_cmd)
-_cli.add_command(report_cmd)
-
-
-def _invoke(*args: str):
-    return CliRunner().invoke(_cli, list(args), catch_exceptions=False)
 
 
 @pytest.fixture(scope="module")
