@@ -18,8 +18,8 @@ from harness.concepts.run import Run
 from harness.concepts.task import Task
 from harness.context import Context
 from harness.evaluation.external_runs import evaluate_runs, fuse_runs
-from harness.evaluation.options import ComponentSpecs, EvalOptions, split_keywords
-from harness.evaluation.pipeline import EvalResult, evaluate
+from harness.evaluation.options import ComponentSpecs, EvalOptions
+from harness.evaluation.pipeline import EvalResult, evaluate, prepare
 from harness.evaluation.stages import apply_metrics, load_task_dataset, resolve_task
 from harness.evaluation.sweep import SweepRun, parse_axis, run_sweep
 from harness.formats.trec import read_qrels, read_run
@@ -40,12 +40,7 @@ def evaluate_sweep(task: str | Task | None = None, *, sweep: Sequence[str], data
     arguments are :func:`evaluate`'s. Returns each combination's :class:`~harness.evaluation.sweep.SweepRun`
     (values, folder, result)."""
     axes = [parse_axis(s) for s in sweep]  # a bad sweep fails before anything is read
-    fields, llm_changes, registry = split_keywords(settings)
-    opts = (options or EvalOptions()).replace(**fields)
-    ctx = context if context is not None else Context.create(registry=registry)
-    if llm_changes:
-        ctx = ctx.for_evaluation(**llm_changes)
-    the_task = resolve_task(ctx, task, dataset)
+    the_task, opts, ctx = prepare(task, dataset, options, context, settings)
     return run_sweep(the_task, ComponentSpecs(retriever, tuple(rerankers), judge), opts, ctx, axes)
 
 

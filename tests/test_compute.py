@@ -220,6 +220,35 @@ def test_anthropic_thinking_end_to_end(tmp_path, llm_double):
 
 
 # -- sweeps and the chart ---------------------------------------------------------------------------------------
+def test_a_sweep_scores_against_the_qrels_given_as_harness_eval_does(tmp_path, llm_double):
+    """--qrels reaches every combination, the one that shares the first stage too, with the load's counts."""
+    from harness.api import load_dataset
+    from harness.formats.qrels_file import write_qrels
+
+    qrels = load_dataset("demo").qrels["default"]  # each query's judged documents, the grades reversed
+    top = {q: max(g.values()) for q, g in qrels.items()}
+    other = write_qrels(tmp_path / "other.qrels", [(q, d, top[q] - g) for q, docs in qrels.items()
+                                                    for d, g in docs.items()])
+    with TestServer(answer_by_effort) as srv:
+        res = harness_cli(*eval_args(srv, llm_double, tmp_path, "--sweep", "llm.reasoning_effort=low,high",
+                                     "--qrels", str(other), "-o", str(tmp_path / "sweep")))
+        assert res.returncode == 0, res.stderr
+        for effort in ("low", "high"):
+            for name, extra in ((f"plain-{effort}", ()), (f"given-{effort}", ("--qrels", str(other)))):
+                one = harness_cli(*eval_args(srv, llm_double, tmp_path, "--llm",
+                                             srv.spec("judge") + f",reasoning_effort={effort}", *extra,
+                                             "-o", str(tmp_path / name)))
+                assert one.returncode == 0, one.stderr
+    read = {f.name: json.loads((f / "results.json").read_text()) for f in (tmp_path / "sweep").iterdir()}
+    for effort in ("low", "high"):
+        swept = read[f"llm.reasoning_effort={effort}"]
+        given, plain = (json.loads((tmp_path / f"{n}-{effort}" / "results.json").read_text())
+                        for n in ("given", "plain"))
+        assert swept["metrics"] == given["metrics"] != plain["metrics"]
+        assert swept["counts"]["unknown_ids"] == given["counts"]["unknown_ids"]
+    assert read["llm.reasoning_effort=high"]["sweep"]["first_stage"] == "shared with llm.reasoning_effort=low"
+
+
 def test_a_sweep_writes_a_folder_per_value_and_the_report_charts_three_runs(tmp_path, llm_double):
     pytest.importorskip("jinja2", reason="needs jinja2: pip install 'harness-ir[report]'")
     with TestServer(answer_by_effort) as srv:

@@ -9,11 +9,14 @@ run by :mod:`harness.evaluation.suite`, through a bound "run one member" functio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from harness.concepts.errors import HarnessError
+from harness.concepts.run import Run
 from harness.concepts.task import Task
 from harness.context import Context
 from harness.evaluation import stages
@@ -23,7 +26,8 @@ from harness.evaluation.suite import evaluate_suite
 from harness.metrics.resolve import resolve_metrics
 from harness.results.result import EvalResult
 
-__all__ = ["evaluate", "run", "run_member", "task_queries", "EvalResult", "EvalOptions", "ComponentSpecs"]
+__all__ = ["evaluate", "run", "run_member", "task_queries", "EvalResult", "EvalOptions", "ComponentSpecs",
+           "FirstStages", "prepare"]
 
 
 def evaluate(task: str | Task | None = None, *, dataset: str | None = None, retriever: ComponentArg | None = None,
@@ -47,13 +51,20 @@ def evaluate(task: str | Task | None = None, *, dataset: str | None = None, retr
     requests; a rejected key or an unknown model raises at once. With batch mode and ``batch_wait`` off,
     a run whose batches are still pending raises :class:`~harness.llm.BatchPending`; calling it again
     collects them and goes on."""
-    fields, llm_changes, registry = split_keywords(settings)
+    the_task, opts, ctx = prepare(task, dataset, options, context, settings)
+    return run(the_task, ComponentSpecs(retriever, tuple(rerankers), judge), opts, ctx)
+
+
+def prepare(task: str | Task | None, dataset: str | None, options: EvalOptions | None, context: Context | None,
+            settings: Mapping[str, Any]) -> tuple[Task, EvalOptions, Context]:
+    """:func:`evaluate`'s arguments settled (and ``harness.evaluate_sweep``'s): the task, the options with the
+    keywords applied, and a context whose LLM session is this evaluation's own."""
+    fields, llm_changes, registry = split_keywords(dict(settings))
     opts = (options or EvalOptions()).replace(**fields)
     if context is not None and registry is not None and registry is not context.registry:
         raise HarnessError("give either context= or registry=, not both")
     ctx = (context if context is not None else Context.create(registry=registry)).for_evaluation(**llm_changes)
-    the_task = stages.resolve_task(ctx, task, dataset)
-    return run(the_task, ComponentSpecs(retriever, tuple(rerankers), judge), opts, ctx)
+    return stages.resolve_task(ctx, task, dataset), opts, ctx
 
 
 def run_member(specs: ComponentSpecs, name: str, options: EvalOptions, context: Context) -> EvalResult:
@@ -62,26 +73,54 @@ def run_member(specs: ComponentSpecs, name: str, options: EvalOptions, context: 
     return run(stages.resolve_task(ctx, name, None), specs, options, ctx)
 
 
-def run(task: Task, specs: ComponentSpecs, options: EvalOptions, context: Context) -> EvalResult:
-    """The stages of one evaluation of ``task`` in ``context`` (whose LLM session is this evaluation's own);
-    a suite runs each member through :func:`run_member`."""
+def run(task: Task, specs: ComponentSpecs, options: EvalOptions, context: Context,
+        shared: FirstStages | None = None) -> EvalResult:
+    """The stages of one evaluation of ``task`` in ``context`` (whose LLM session is this evaluation's own),
+    written to ``options.output`` when given; a suite runs each member through :func:`run_member`. ``shared``:
+    first stages computed by earlier evaluations of the same task (a sweep's), reused when this one's is
+    the same (:class:`FirstStages`)."""
     if task.is_suite:
         if options.qrels is not None:
             raise HarnessError(f"--qrels replaces one task's qrels; {task.name!r} is a suite of "
                                f"{len(task.tasks)} tasks")
         return evaluate_suite(task, options, context, partial(run_member, specs))
+    result = compute(task, specs, options, context, shared)
+    if options.output:
+        stages.write_output(options.output, result, context.llm.clients, options.progress)
+    return result
+
+
+def compute(task: Task, specs: ComponentSpecs, options: EvalOptions, context: Context,
+            shared: FirstStages | None = None) -> EvalResult:
+    """:func:`run` for a single task, without writing the results folder."""
     ledger = stages.Ledger()
     metric_objs = resolve_metrics(context.registry, list(options.metrics or task.metrics))  # a bad name fails first
     if options.output:  # an unwritable or already used --output fails now, not after the evaluation
         stages.check_output(options.output, options.overwrite)
-    comps = stages.build_components(context, task, specs)  # before any data is read
-    ds = stages.load(context, task, options.limit, ledger, options.progress, options.qrels)
-    depth = stages.settle_first_stage(comps, task, ds, options.depth)  # auto: the candidates when the data has them
-    stages.index(comps, ds, ledger, options.progress)
+    base = shared.get(task, specs, options) if shared is not None else None
+    if base is None:
+        comps = stages.build_components(context, task, specs)  # before any data is read
+        ds = stages.load(context, task, options.limit, ledger, options.progress, options.qrels)
+        depth = stages.settle_first_stage(comps, task, ds, options.depth)  # auto: the candidates when the data has them
+        stages.index(comps, ds, ledger, options.progress)
+        if shared is not None:
+            base = shared.add(task, specs, options, SharedFirstStage(
+                Path(options.output or "").name, ds, comps.first, comps.described["retriever"], depth,
+                dict(ledger.counts)))
+    else:
+        comps = stages.build_components(context, task, replace(specs, retriever=base.first))
+        comps.described["retriever"] = base.described
+        ds, depth = base.ds, base.depth
+        ledger.counts.update(base.counts)
     ranked = stages.Rankings()
     for mode in ds.modes:
         queries = task_queries(ds, mode, task.query_format)
-        ranking = stages.first_stage(comps, ds, mode, queries, depth, ledger)
+        if base is None:
+            ranking = stages.first_stage(comps, ds, mode, queries, depth, ledger)
+        else:  # a shared first stage: computed once, each evaluation reranks a copy of its own
+            if mode not in base.runs:
+                base.runs[mode] = stages.first_stage(comps, ds, mode, queries, depth, ledger)
+            ranking = Run(dict(base.runs[mode]), base.runs[mode].name)
         if comps.rerankers:  # each stage's ranking is kept: the first stage's, then the final one
             ranked.first_stage[mode] = stages.kept(ranking, "first_stage")
         ranked.runs[mode] = ranking = stages.rerank(comps, ds, mode, queries, ranking, ledger)
@@ -93,6 +132,38 @@ def run(task: Task, specs: ComponentSpecs, options: EvalOptions, context: Contex
         comps.describe_metrics(metric_objs)
     result = stages.assemble_result(context, task, ds, comps, ranked, scores, ledger, options)
     context.llm.close()
-    if options.output:
-        stages.write_output(options.output, result, context.llm.clients, options.progress)
     return result
+
+
+@dataclass
+class SharedFirstStage:
+    """A first stage computed once: the results folder that computed it, the dataset, the first stage's
+    component and account, its depth, the load's counts and its runs per mode."""
+
+    folder: str
+    ds: Any
+    first: Any
+    described: dict[str, Any]
+    depth: int
+    counts: dict[str, Any]
+    runs: dict[str, Run] = field(default_factory=dict)
+
+
+class FirstStages:
+    """First stages computed by evaluations in this process (``harness eval --sweep``'s combinations), by what
+    makes two the same: the task, the first stage's spec, the depth, the query limit and the qrels file."""
+
+    def __init__(self) -> None:
+        self._done: dict[tuple, SharedFirstStage] = {}
+
+    @staticmethod
+    def key(task: Task, specs: ComponentSpecs, options: EvalOptions) -> tuple:
+        return task.name, repr(specs.retriever), options.depth, options.limit, options.qrels
+
+    def get(self, task: Task, specs: ComponentSpecs, options: EvalOptions) -> SharedFirstStage | None:
+        return self._done.get(self.key(task, specs, options))
+
+    def add(self, task: Task, specs: ComponentSpecs, options: EvalOptions, first: SharedFirstStage
+            ) -> SharedFirstStage:
+        self._done[self.key(task, specs, options)] = first
+        return first

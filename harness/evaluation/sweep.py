@@ -26,19 +26,18 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.components.component_spec import parse_value, split_top
 from harness.concepts.errors import HarnessError
-from harness.concepts.run import Run
 from harness.concepts.task import Task
 from harness.context import Context
 from harness.evaluation import stages
 from harness.evaluation.options import ComponentSpecs, EvalOptions
+from harness.evaluation.pipeline import FirstStages, compute
 from harness.evaluation.pipeline import run as run_task
-from harness.metrics.resolve import resolve_metrics
 from harness.results.layout import ResultsLayout
 from harness.results.result import EvalResult
 
@@ -66,18 +65,6 @@ class SweepRun:
     folder: Path
     result: EvalResult
     first_stage: str = "computed"
-
-
-@dataclass
-class _Shared:
-    """A first stage computed once: the dataset, the first stage's component and account, its runs per mode."""
-
-    folder: str
-    ds: Any
-    first: Any
-    described: dict[str, Any]
-    depth: int
-    runs: dict[str, Run] = field(default_factory=dict)
 
 
 def parse_axis(text: str) -> Axis:
@@ -185,7 +172,7 @@ def run_sweep(task: Task, specs: ComponentSpecs, options: EvalOptions, context: 
                            "or digits")
     for _, _, _, opts in plans:  # every folder writable before any work
         stages.check_output(opts.output, opts.overwrite, [m for m in task.tasks] if task.is_suite else ())
-    shared: dict[tuple, _Shared] = {}
+    shared = FirstStages()
     out = []
     for i, (values, cspecs, llm, opts) in enumerate(plans):
         ctx = context.for_evaluation(llm=llm)
@@ -196,53 +183,17 @@ def run_sweep(task: Task, specs: ComponentSpecs, options: EvalOptions, context: 
     return out
 
 
-def _one(task: Task, specs: ComponentSpecs, options: EvalOptions, context: Context, shared: dict[tuple, _Shared],
+def _one(task: Task, specs: ComponentSpecs, options: EvalOptions, context: Context, shared: FirstStages,
          record: dict[str, Any]) -> tuple[EvalResult, str]:
-    """One combination: :func:`harness.evaluation.pipeline.run`'s stages, the first stage shared with an earlier
+    """One combination: :func:`harness.evaluation.pipeline.run`, the first stage shared with an earlier
     combination of the same first stage (retriever spec, depth)."""
     if task.is_suite:  # its members run as harness eval runs them
         return _recorded(run_task(task, specs, options, context), record, "computed", options), "computed"
-    ident = (repr(specs.retriever), options.depth, options.limit)
-    ledger = stages.Ledger()
-    metric_objs = resolve_metrics(context.registry, list(options.metrics or task.metrics))
-    base = shared.get(ident)
-    if base is None:
-        comps = stages.build_components(context, task, specs)
-        ds = stages.load(context, task, options.limit, ledger, options.progress)
-        depth = stages.settle_first_stage(comps, task, ds, options.depth)
-        stages.index(comps, ds, ledger, options.progress)
-        base = shared[ident] = _Shared(record["folder"], ds, comps.first, comps.described["retriever"], depth)
-        how = "computed"
-    else:
-        comps = stages.build_components(context, task, replace(specs, retriever=base.first))
-        comps.described["retriever"] = base.described
-        how = f"shared with {base.folder}"
-    ranked = _rank(comps, base, task, ledger, how == "computed")
-    stages.account(comps, base.ds, ranked.runs, ledger)
-    with ledger.timed("metrics"):
-        scores = stages.apply_metrics(metric_objs, ranked.runs, base.ds, ranked.judgments)
-        comps.describe_metrics(metric_objs)
-    result = stages.assemble_result(context, task, base.ds, comps, ranked, scores, ledger, options)
-    context.llm.close()
-    _recorded(result, record, how, options)
+    earlier = shared.get(task, specs, options)
+    how = "computed" if earlier is None else f"shared with {earlier.folder}"
+    result = _recorded(compute(task, specs, options, context, shared), record, how, options)
     stages.write_output(options.output, result, context.llm.clients, options.progress)
     return result, how
-
-
-def _rank(comps: stages.Components, base: _Shared, task: Task, ledger: stages.Ledger, first: bool
-          ) -> stages.Rankings:
-    ranked = stages.Rankings()
-    for mode in base.ds.modes:
-        queries = stages.task_queries(base.ds, mode, task.query_format)
-        if first:
-            base.runs[mode] = stages.first_stage(comps, base.ds, mode, queries, base.depth, ledger)
-        ranking = Run({q: base.runs[mode][q] for q in base.runs[mode]}, base.runs[mode].name)  # a copy of its own
-        if comps.rerankers:
-            ranked.first_stage[mode] = stages.kept(ranking, "first_stage")
-        ranked.runs[mode] = ranking = stages.rerank(comps, base.ds, mode, queries, ranking, ledger)
-        if comps.judge is not None:
-            ranked.judgments[mode] = stages.judge(comps, base.ds, mode, queries, ranking, ledger)
-    return ranked
 
 
 def _recorded(result: EvalResult, record: dict[str, Any], how: str, options: EvalOptions) -> EvalResult:
