@@ -24,10 +24,6 @@ from harness.evaluation.stages import apply_metrics, load_task_dataset, resolve_
 from harness.evaluation.sweep import SweepRun, parse_axis, run_sweep
 from harness.formats.trec import read_qrels, read_run
 from harness.metrics.resolve import resolve_metrics
-from harness.retrievers import bm25, bm25_index
-from harness.retrievers.dense import build as builder
-from harness.retrievers.dense.embedding_index import CHECKSUM, DEFAULT_SHARD_SIZE, SHARDS, plan_shards, read_manifest
-from harness.retrievers.dense.embedding_index import verify_index as verify
 
 
 def evaluate_sweep(task: str | Task | None = None, *, sweep: Sequence[str], dataset: str | None = None,
@@ -105,6 +101,9 @@ def build_index(output: str | Path, *, task: str | None = None, dataset: str | N
     if the_task.is_suite:
         raise HarnessError(f"{the_task.name} is a suite; build an index per task")
     component, comp, _ = ctx.registry.build("retriever", retriever, ctx)
+    from harness.retrievers import bm25  # lazy: numpy and scipy only for the commands that build an index
+    from harness.retrievers.dense import build as builder  # lazy: as above
+    from harness.retrievers.dense.embedding_index import DEFAULT_SHARD_SIZE  # lazy: as above
 
     if isinstance(component, bm25.BM25Retriever):  # tokenized and weighted once, in this process
         if shard_size is not None or dtype != "float32" or executor not in (None, "local"):
@@ -135,6 +134,9 @@ def index_info(folder: str | Path) -> dict[str, Any]:
     """An index folder's manifest (checked against its schema), with how many of its shards are
     complete and whether they record checksums (``checksums``: ``"sha256"`` or None;
     ``checksums_checked`` is False: :func:`verify_index` checks them) (``harness index info``)."""
+    from harness.retrievers import bm25_index  # lazy: numpy only for the index commands
+    from harness.retrievers.dense.embedding_index import CHECKSUM, SHARDS, plan_shards, read_manifest  # lazy: as above
+
     if bm25_index.is_index(folder):  # its manifest's fields checked against their digest; the files not
         manifest = bm25_index.read_manifest(folder)
         return {**manifest, "checksums": manifest.get("checksums"), "checksums_checked": False}
@@ -154,6 +156,9 @@ def verify_index(folder: str | Path) -> dict[str, Any]:
     manifest's fields against their ``manifest_sha256`` and every file's sha256, then every other check
     (an index without checksums is an error); returns ``{"folder", "kind": "harness-bm25-index",
     "files", "checksums": "sha256", "mismatches": [{"file", "sha256", "recorded"}, ...]}``."""
+    from harness.retrievers import bm25_index  # lazy: numpy only for the index commands
+    from harness.retrievers.dense.embedding_index import verify_index as verify  # lazy: as above
+
     if bm25_index.is_index(folder):
         return bm25_index.verify_index(folder)
     return verify(folder)

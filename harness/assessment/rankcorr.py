@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from scipy.stats import kendalltau
-
 from harness.assessment.fill import task_runs
 from harness.assessment.task_data import TaskData
 from harness.concepts.errors import HarnessError
@@ -82,6 +80,8 @@ def rank_correlation(data: TaskData, folders: Sequence[str], qrels_file: str, me
     under_task = [_value(run, data.qrels, asked) for run in runs.values()]
     under_file = [_value(run, other, asked) for run in runs.values()]
     a, b = [v[metric] for v in under_task], [v[metric] for v in under_file]
+    from scipy.stats import kendalltau  # lazy: scipy only once the figures are computed
+
     res = kendalltau(a, b)
     tau, p = float(res.statistic), float(res.pvalue)
     ra, rb = ranks(a, labels), ranks(b, labels)

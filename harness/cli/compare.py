@@ -119,9 +119,7 @@ def _family_options(given: dict):
         return None
     from harness.compare import FamilyOptions
 
-    defaults = FamilyOptions()
-    values = {k: v for k, v in given.items() if v is not None and k != "ranks"}
-    return FamilyOptions(**{**defaults.__dict__, **values})
+    return FamilyOptions(**{k: v for k, v in given.items() if v is not None and k != "ranks"})
 
 
 @click.command("report")

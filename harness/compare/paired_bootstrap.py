@@ -12,17 +12,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from harness.compare.stats import tolerance
 from harness.metrics.bootstrap import DEFAULT_RESAMPLES, bootstrap_means
-
-
-def _tol(x: float) -> float:
-    return 1e-9 * max(1.0, abs(x))
 
 
 def shift_p(shifted: np.ndarray, delta: float) -> float:
     """``(c + 1) / (B + 1)``, ``c`` counting ``|shifted| >= |delta|`` among the ``B`` centred resamples."""
     observed = abs(delta)
-    c = int(np.count_nonzero(np.abs(shifted) >= observed - _tol(observed)))
+    c = int(np.count_nonzero(np.abs(shifted) >= observed - tolerance(observed)))
     return (c + 1) / (shifted.size + 1)
 
 

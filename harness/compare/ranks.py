@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.compare.stats import TIE_TOL
 from harness.metrics.bootstrap import DEFAULT_RESAMPLES, bootstrap_means, percentile_interval
 
 #: metrics where a lower value is better (ranks, such as InfoSearch's gold-document ranks)
@@ -33,8 +34,10 @@ LOWER_IS_BETTER_FAMILIES = ("Hole@",)
 def lower_is_better(metric: str) -> bool:
     """Whether a lower value of ``metric`` is better (rank 1 is the lowest mean)."""
     return metric in LOWER_IS_BETTER or metric.startswith(LOWER_IS_BETTER_FAMILIES)
+
+
 #: means this close (relative) tie: rounding never splits two systems with the same per-query values
-TIE = 1e-12
+TIE = TIE_TOL
 
 
 @dataclass

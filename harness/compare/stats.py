@@ -28,7 +28,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-BLOCK = 1000  # resamples per independent random stream
+from harness.metrics.bootstrap import block_generators
+
 _MEM = 2_000_000  # floats per chunk inside a block
 TIE_TOL = 1e-12
 
@@ -42,28 +43,19 @@ def _as_array(x: Sequence[float] | np.ndarray) -> np.ndarray:
     return a
 
 
-def _blocks(b: int) -> list[int]:
-    sizes = [BLOCK] * (b // BLOCK)
-    if b % BLOCK:
-        sizes.append(b % BLOCK)
-    return sizes
-
-
 def _run_blocks(b: int, seed: int, workers: int, fn: Callable[[np.random.Generator, int], int]) -> int:
-    """Sum ``fn(rng_i, size_i)`` over the fixed blocks; independent of ``workers``."""
-    if b < 1:
-        raise ValueError("the number of resamples must be at least 1")
-    sizes = _blocks(b)
-    seqs = np.random.SeedSequence(seed).spawn(len(sizes))
-    jobs = [(np.random.Generator(np.random.PCG64(s)), n) for s, n in zip(seqs, sizes)]
+    """Sum ``fn(rng_i, size_i)`` over the fixed blocks (:func:`harness.metrics.bootstrap.block_generators`);
+    independent of ``workers``."""
+    jobs = block_generators(b, seed)
     if workers <= 1 or len(jobs) == 1:
         return sum(fn(rng, n) for rng, n in jobs)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return sum(pool.map(lambda job: fn(*job), jobs))
 
 
-def _tol(x: float) -> float:
-    # resampled statistics equal to the observed one up to rounding count as "at least as extreme"
+def tolerance(x: float) -> float:
+    """How close to the observed statistic ``x`` a resampled one may fall and still count as "at least as
+    extreme" (equal up to rounding)."""
     return 1e-9 * max(1.0, abs(x))
 
 
@@ -79,7 +71,7 @@ def randomization_test(a: Sequence[float], b: Sequence[float], *, permutations: 
         raise ValueError("no queries to compare")
     total = float(d.sum())
     observed = abs(total)
-    threshold = observed - _tol(observed)
+    threshold = observed - tolerance(observed)
     rows = max(1, _MEM // n)
 
     def count(rng: np.random.Generator, size: int) -> int:
@@ -105,7 +97,7 @@ def exact_randomization_p(a: Sequence[float], b: Sequence[float]) -> float:
     observed = abs(float(d.sum()))
     signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)))
     sums = np.abs(signs @ d)
-    return float(np.count_nonzero(sums >= observed - _tol(observed))) / signs.shape[0]
+    return float(np.count_nonzero(sums >= observed - tolerance(observed))) / signs.shape[0]
 
 
 @dataclass
@@ -162,7 +154,7 @@ def randomized_tukey_hsd(scores: np.ndarray, *, permutations: int = 10_000, seed
     means = x.mean(axis=0)
     observed = np.abs(means[:, None] - means[None, :])
     pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
-    thresholds = np.array([observed[i, j] - _tol(observed[i, j]) for i, j in pairs])
+    thresholds = np.array([observed[i, j] - tolerance(observed[i, j]) for i, j in pairs])
     rows = max(1, _MEM // (n * k))
 
     def count(rng: np.random.Generator, size: int) -> np.ndarray:

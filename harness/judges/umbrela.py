@@ -30,6 +30,7 @@ from harness.context import Context
 from harness.judges.umbrela_prompts import (
     DEFAULT_PARSER,
     DEFAULT_TEMPLATE,
+    PAPER_COMMIT,
     PARSERS,
     SYSTEM_MESSAGE,
     UMBRELA_COMMIT,
@@ -111,14 +112,14 @@ class UmbrelaJudge:
         for qid in run:
             query = queries.get(qid) or Query(qid, "")
             docs = run.doc_ids(qid)
+            if docs and self.template.takes_instruction and not query.instruction:
+                self.scorer.flag(qid, "no_instruction")  # once per query, as stats() says
             for d in docs[: self.depth] if self.depth is not None else docs:
                 doc = corpus.get(d)
                 if doc is None:
                     missing += 1
                     out.add(Judgment(qid, d, None, {"error": "document not in the corpus"}))
                     continue
-                if self.template.takes_instruction and not query.instruction:
-                    self.scorer.flag(qid, "no_instruction")
                 items.append(Item((qid, d), qid, self.request(query, doc)))
         self.scorer.count(pairs=len(items) + missing, missing_documents=missing)
         for (qid, d), res in self.scorer.score(items, self._parse).items():
@@ -147,7 +148,7 @@ class UmbrelaJudge:
         return {"method": "umbrela", "llm": self.client.describe(), "depth": self.depth,
                 "template": self.template.name, "template_source": self.template.source,
                 "prompt_sha256": self.template.sha256, "system_message": SYSTEM_MESSAGE, "parser": self.parser,
-                "parser_source": f"castorini/umbrela@{UMBRELA_COMMIT if self.parser == 'release' else '16cba3e'}:"
+                "parser_source": f"castorini/umbrela@{UMBRELA_COMMIT if self.parser == 'release' else PAPER_COMMIT}:"
                                  "src/umbrela/utils/common_utils.py parse_fewshot_response",
                 "no_score": self.no_score, "max_chars": self.max_chars, "penalties": self.penalties or None,
                 "scale": "0-3 (TREC): 0 nothing to do with the query, 1 related but does not answer it, 2 some "

@@ -127,11 +127,6 @@ class ChatOptions:
             raise ValueError(f"thinking_budget must be a whole number of tokens >= {MIN_THINKING_BUDGET} "
                              f"(Anthropic's minimum), got {budget!r}")
 
-    @property
-    def reasoning(self) -> bool:
-        """A reasoning setting is given (``reasoning_effort`` or ``thinking_budget``)."""
-        return self.reasoning_effort is not None or self.thinking_budget is not None
-
     @classmethod
     def names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in fields(cls))
