@@ -110,5 +110,5 @@ def split_keywords(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[st
         given = ", ".join(sorted(k for k in settings if k in LLM_KEYWORDS or k == "registry"))
         warnings.warn(f"evaluate({given}=...) is deprecated: LLM settings and the registry belong to the context "
                       f"(evaluate(..., context=Context.create(registry=..., llm=LLMSettings(llm=...))), or "
-                      f"context.for_evaluation(llm=..., dry_run=...))", DeprecationWarning, stacklevel=3)
+                      f"context.for_evaluation(llm=..., dry_run=...))", DeprecationWarning, stacklevel=4)
     return options, {k: v for k, v in llm.items() if v is not None}, settings.get("registry")
